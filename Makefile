@@ -1,0 +1,35 @@
+# threshold-bot: `make demo` and `make test` are the two set-up commands (see README.md).
+PY ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+
+.PHONY: demo test lint typecheck pytest bench clean
+
+$(STAMP): pyproject.toml
+	$(PY) -m venv $(VENV)
+	$(BIN)/pip install -q --upgrade pip
+	$(BIN)/pip install -q -e '.[dev,redis]'
+	touch $(STAMP)
+
+demo: $(STAMP)
+	$(BIN)/python -m bot.demo
+
+lint: $(STAMP)
+	$(BIN)/ruff check bot tests bench
+	$(BIN)/ruff format --check bot tests bench
+
+typecheck: $(STAMP)
+	$(BIN)/mypy
+
+pytest: $(STAMP)
+	$(BIN)/pytest -q
+
+test: lint typecheck pytest
+
+bench: $(STAMP)
+	$(BIN)/pip install -q apache-otava
+	for f in bench/bench_*.py bench/regimes/bench_*.py; do $(BIN)/python $$f || exit 1; done
+
+clean:
+	rm -rf $(VENV) .mypy_cache .pytest_cache .ruff_cache

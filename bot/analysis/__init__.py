@@ -1,0 +1,1 @@
+"""The pure analysis: limits, failures, regimes and review assembly (no I/O)."""

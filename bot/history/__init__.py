@@ -1,0 +1,1 @@
+"""Run-history sources: local files, W&B, MLflow, and the run cache."""

@@ -1,0 +1,1 @@
+"""Persistent state behind SQLAlchemy: deliveries, run cache, approvals, audit."""

@@ -1,0 +1,1 @@
+"""Finding gates in threshold files and rewriting their literals in place."""
