@@ -1,0 +1,1 @@
+"""Small event handlers, one module per event family."""
