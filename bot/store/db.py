@@ -9,7 +9,10 @@ from sqlalchemy.orm import DeclarativeBase, sessionmaker
 
 # Table modules register themselves on ``Base.metadata`` when imported;
 # ``init_db`` imports each so ``create_all`` sees every table.
-TABLE_MODULES: tuple[str, ...] = ()
+TABLE_MODULES: tuple[str, ...] = (
+    "bot.store.audit",
+    "bot.store.approvals",
+)
 
 
 class Base(DeclarativeBase):

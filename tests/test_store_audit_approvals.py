@@ -1,0 +1,72 @@
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pytest
+
+from bot.permissions import allows, effective_level
+from bot.store import approvals, audit
+from bot.store.db import init_db, make_engine
+
+
+@pytest.fixture
+def sessions(tmp_path: Path):  # type: ignore[no-untyped-def]
+    return init_db(make_engine(f"sqlite:///{tmp_path / 'state.db'}"))
+
+
+def test_audit_entries_are_listed_newest_first_per_repo(sessions) -> None:  # type: ignore[no-untyped-def]
+    t0 = datetime(2026, 12, 1, tzinfo=UTC)
+    with sessions() as s:
+        audit.record(s, repo="o/r", actor="alice", action="rebaseline", outcome="done", at=t0)
+        audit.record(
+            s,
+            repo="o/r",
+            actor="bob",
+            action="approve",
+            outcome="refused",
+            pr_number=7,
+            detail={"required": "write"},
+            at=t0 + timedelta(hours=1),
+        )
+        audit.record(s, repo="o/other", actor="eve", action="help", outcome="done", at=t0)
+        s.commit()
+    with sessions() as s:
+        rows = audit.entries(s, "o/r")
+        assert [(r.actor, r.outcome) for r in rows] == [("bob", "refused"), ("alice", "done")]
+        assert rows[0].detail == {"required": "write"} and rows[0].pr_number == 7
+
+
+def test_approval_survives_a_new_engine_and_tracks_gate_values(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path / 'state.db'}"
+    values = {approvals.gate_key("ci/n.sh", "EVAL_MIN"): 0.5}
+    with init_db(make_engine(url))() as s:
+        assert approvals.latest(s, "o/r", 3) is None
+        approvals.approve(
+            s, repo="o/r", pr_number=3, head_sha="a" * 40, approver="alice", gate_values=values
+        )
+        s.commit()
+    with init_db(make_engine(url))() as s:  # as after a restart
+        row = approvals.latest(s, "o/r", 3)
+        assert row is not None and row.approver == "alice" and row.head_sha == "a" * 40
+        assert approvals.still_valid(row, values)
+        assert not approvals.still_valid(row, {approvals.gate_key("ci/n.sh", "EVAL_MIN"): 0.49})
+        assert not approvals.still_valid(None, values)
+
+
+@pytest.mark.parametrize(
+    ("permission", "role", "required", "expected"),
+    [
+        ("admin", "admin", "write", True),
+        ("write", "maintain", "maintain", True),
+        ("write", "write", "maintain", False),
+        ("read", "triage", "write", False),
+        ("read", None, "read", True),
+        ("none", None, "read", False),
+        ("write", "custom-release-role", "write", True),
+        (None, None, "read", False),
+        ("write", None, "superuser", False),
+    ],
+)
+def test_permission_levels(
+    permission: str | None, role: str | None, required: str, expected: bool
+) -> None:
+    assert allows(effective_level(permission, role), required) is expected
