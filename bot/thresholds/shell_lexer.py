@@ -1,0 +1,218 @@
+"""A small position-keeping shell lexer: words (with their quoted parts), operators, heredocs.
+
+It recognises just enough of POSIX/bash syntax to find assignments and quoted strings
+with their exact offsets: quoting, escapes, line continuations, comments, ``$(...)``,
+``${...}``, backticks and here-documents.  It never executes or expands anything, and it
+never fails: unterminated constructs run to the end of the text.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Literal
+
+PartKind = Literal["plain", "single", "double"]
+# longest first, so that ``<<-`` wins over ``<<`` and ``<``
+OPERATORS: tuple[str, ...] = ("<<-", "<<<", "&&", "||", ";;", ";&", "|&", "<<", ">>", "<&")
+OPERATORS += (">&", "&>", ">|", "<>", *";&|()<>")
+_WORD_END = frozenset(" \t\r\n;&|()<>")
+_ESCAPE = re.compile(r"\\(.)", re.DOTALL)
+
+
+@dataclass(frozen=True)
+class Part:
+    """A run of a word's source: unquoted text or the content of one quoted string."""
+
+    kind: PartKind
+    text: str  # source text of the content, quotes excluded
+    start: int  # offset of ``text`` in the file
+
+
+@dataclass
+class Word:
+    """One shell word as a sequence of parts, with its source span."""
+
+    start: int
+    end: int = 0
+    parts: list[Part] = field(default_factory=list)
+
+    def unquoted(self) -> str:
+        """The word with quotes and backslash escapes removed (no expansion)."""
+        return "".join(
+            p.text if p.kind == "single" else _ESCAPE.sub(r"\1", p.text) for p in self.parts
+        )
+
+
+@dataclass(frozen=True)
+class Operator:
+    """A control or redirection operator, or a newline (``"\\n"``)."""
+
+    text: str
+    start: int
+
+
+@dataclass(frozen=True)
+class Heredoc:
+    """The body of a here-document; ``expands`` is False for a quoted delimiter."""
+
+    text: str
+    start: int
+    expands: bool
+
+
+Token = Word | Operator
+
+
+@dataclass
+class Lexed:
+    """The tokens of a script, in order, and its here-document bodies."""
+
+    tokens: list[Token]
+    heredocs: list[Heredoc]
+
+
+def skip_nested(text: str, i: int, opener: str, closer: str) -> int:
+    """Given ``text[i]`` just after an opener, return the index after its matching closer."""
+    depth = 1
+    n = len(text)
+    while i < n:
+        c = text[i]
+        if c == "\\":
+            i += 2
+            continue
+        if c == "'" and opener != "`":
+            end = text.find("'", i + 1)
+            i = n if end < 0 else end + 1
+            continue
+        if c == '"' and opener != "`":
+            i = _close_double(text, i + 1) + 1
+            continue
+        if c == closer and (opener == "`" or depth == 1):
+            return i + 1
+        if c == closer:
+            depth -= 1
+        elif c == opener:
+            depth += 1
+        i += 1
+    return n
+
+
+def _skip_substitution(text: str, i: int) -> int | None:
+    """At ``$`` or a backtick, return the index after ``$(...)``, ``${...}`` or ``` `...` ```."""
+    if text.startswith("$(", i):
+        return skip_nested(text, i + 2, "(", ")")
+    if text.startswith("${", i):
+        return skip_nested(text, i + 2, "{", "}")
+    if text[i] == "`":
+        return skip_nested(text, i + 1, "`", "`")
+    return None
+
+
+def _close_double(text: str, i: int) -> int:
+    """Given the index after an opening ``"``, return the closing one's (``len(text)`` if none)."""
+    n = len(text)
+    while i < n:
+        c = text[i]
+        if c == "\\":
+            i += 2
+        elif c == '"':
+            return i
+        elif (after := _skip_substitution(text, i)) is not None:
+            i = after
+        else:
+            i += 1
+    return n
+
+
+def _read_word(text: str, i: int) -> tuple[Word, int]:
+    word = Word(start=i)
+    n = len(text)
+    plain = i
+
+    def flush(upto: int) -> None:
+        if upto > plain:
+            word.parts.append(Part("plain", text[plain:upto], plain))
+
+    while i < n and text[i] not in _WORD_END:
+        c = text[i]
+        if c == "\\" and text.startswith("\\\n", i):
+            flush(i)
+            i += 2
+            plain = i
+        elif c == "\\":
+            i += 2
+        elif c in "'\"":
+            flush(i)
+            end = text.find("'", i + 1) if c == "'" else _close_double(text, i + 1)
+            end = n if end < 0 else min(end, n)
+            word.parts.append(Part("single" if c == "'" else "double", text[i + 1 : end], i + 1))
+            i = plain = min(end + 1, n)
+        elif (after := _skip_substitution(text, i)) is not None:
+            i = after
+        else:
+            i += 1
+    flush(min(i, n))
+    word.end = min(i, n)
+    return word, word.end
+
+
+def _read_heredocs(
+    text: str, i: int, pending: list[tuple[str, bool, bool]]
+) -> tuple[list[Heredoc], int]:
+    """Read the bodies of the pending here-documents starting at line offset ``i``."""
+    bodies = []
+    n = len(text)
+    for delimiter, strip_tabs, expands in pending:
+        start = i
+        while i < n:
+            end = text.find("\n", i)
+            end = n if end < 0 else end
+            line = text[i:end]
+            if (line.lstrip("\t") if strip_tabs else line) == delimiter:
+                bodies.append(Heredoc(text[start:i], start, expands))
+                i = min(end + 1, n)
+                break
+            i = end + 1
+        else:
+            bodies.append(Heredoc(text[start:n], start, expands))
+            i = n
+    return bodies, i
+
+
+def lex(text: str) -> Lexed:
+    """Split a shell script into words and operators, keeping every offset."""
+    tokens: list[Token] = []
+    heredocs: list[Heredoc] = []
+    pending: list[tuple[str, bool, bool]] = []
+    i, n = 0, len(text)
+    while i < n:
+        c = text[i]
+        if text.startswith("\\\n", i):
+            i += 2
+        elif c in " \t\r":
+            i += 1
+        elif c == "\n":
+            tokens.append(Operator("\n", i))
+            i += 1
+            if pending:
+                bodies, i = _read_heredocs(text, i, pending)
+                heredocs += bodies
+                pending = []
+        elif c == "#":
+            end = text.find("\n", i)
+            i = n if end < 0 else end
+        elif c in ";&|()<>":
+            op = next(o for o in OPERATORS if text.startswith(o, i))
+            tokens.append(Operator(op, i))
+            i += len(op)
+            if op in ("<<", "<<-"):
+                while i < n and text[i] in " \t":
+                    i += 1
+                word, i = _read_word(text, i)
+                quoted = any(p.kind != "plain" or "\\" in p.text for p in word.parts)
+                pending.append((word.unquoted(), op == "<<-", not quoted))
+        else:
+            word, i = _read_word(text, i)
+            tokens.append(word)
+    return Lexed(tokens, heredocs)
