@@ -1,0 +1,214 @@
+"""The limit rule (contract section 3): decimals, decimal-safe rounding, zero and strict cases."""
+
+from __future__ import annotations
+
+import math
+from decimal import Decimal
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from bot.analysis.limits import (
+    decimals_of,
+    limit_decimals,
+    looser_by,
+    looser_than_rule,
+    recompute_limit,
+    round_down,
+    round_up,
+    rounding_step,
+    unrounded_limit,
+)
+from bot.models import Op, RuleSettings, passes
+
+RULE = RuleSettings()
+OPS: tuple[Op, ...] = (">=", ">", "<=", "<")
+
+
+@pytest.mark.parametrize(
+    ("literal", "decimals"),
+    [
+        ("0.56", 2),
+        ("283", 0),
+        ("1e-3", 3),
+        ("1.5e-3", 4),
+        ("2e3", 0),
+        ("-0.25", 2),
+        (".5", 1),
+        ("5.", 0),
+        ("0.040", 3),
+        (" 7.10 ", 2),
+    ],
+)
+def test_decimals_of(literal: str, decimals: int) -> None:
+    assert decimals_of(literal) == decimals
+
+
+@pytest.mark.parametrize("literal", ["abc", "", "nan", "inf", "0x10"])
+def test_decimals_of_rejects_non_numbers(literal: str) -> None:
+    with pytest.raises(ValueError, match="literal"):
+        decimals_of(literal)
+
+
+def test_limit_decimals_takes_the_larger_of_literal_and_significant_digits() -> None:
+    assert limit_decimals(0.50274, "0.56") == 2
+    assert limit_decimals(282.03, "283") == 0  # 2 significant digits need none
+    assert limit_decimals(0.0189, "0.040") == 3
+    assert limit_decimals(0.0189, "0.1") == 3
+    assert limit_decimals(0.50274, "0.56", significant_digits=3) == 3
+    assert limit_decimals(0.0, "0.5") == 1
+    assert limit_decimals(-0.00123, "0") == 4
+
+
+def test_rounding_is_decimal_safe() -> None:
+    # binary 0.29 is 0.28999999999999998...; 0.29 * 100 is 28.999999999999996
+    assert math.floor(0.29 * 100) / 100 == 0.28  # the artefact being avoided
+    assert round_down(0.29, 2) == 0.29
+    assert round_up(0.57, 2) == 0.57
+    assert round_down(0.50000000001, 2) == 0.5
+    assert round_up(0.0189, 3) == 0.019
+    assert round_up(282.03, 0) == 283
+    assert round_down(-0.001, 2) == -0.01
+    zero = round_up(-0.001, 2)
+    assert zero == 0 and math.copysign(1.0, zero) == 1.0  # no negative zero
+
+
+def test_rounding_step() -> None:
+    assert rounding_step(2) == 0.01
+    assert rounding_step(0) == 1.0
+    assert rounding_step(3) == 0.001
+
+
+def test_contract_examples() -> None:
+    # min 0.5292 → 0.5292 - 0.05·0.5292 = 0.50274 → down at 2 decimals
+    assert recompute_limit([0.61, 0.5292, 0.58], ">=", "0.56", RULE) == (0.50, 2)
+    # max 268.6 → 282.03 → up at 0 decimals
+    assert recompute_limit([250.0, 268.6, 262.4], "<=", "283", RULE) == (283.0, 0)
+    # max 0.0180 → 0.0189 → up at 3 decimals (literal 3, two significant digits 3)
+    assert recompute_limit([0.0180, 0.0123], "<=", "0.040", RULE) == (0.019, 3)
+
+
+def test_empty_window_has_no_limit() -> None:
+    assert recompute_limit([], ">=", "0.5", RULE) is None
+    assert unrounded_limit([], "<", RULE) is None
+
+
+def test_negative_values() -> None:
+    losses = [-2.0, -1.5, -1.8]
+    # upper: max -1.5 + 0.05·1.5 = -1.425 → up at 1 decimal
+    assert recompute_limit(losses, "<=", "-1", RULE) == (-1.4, 1)
+    # lower: min -2.0 - 0.05·2.0 = -2.1 → already on the grid
+    assert recompute_limit(losses, ">=", "-1", RULE) == (-2.1, 1)
+
+
+def test_zero_minimum_takes_the_allowance_from_the_spread() -> None:
+    values = [0.0, 0.4, 0.2]
+    # spread 0.4 → allowance 0.05·0.4 = 0.02 below 0, shown to 2 significant digits
+    for op in (">=", ">"):
+        limit = recompute_limit(values, op, "0", RULE)
+        assert limit == (-0.02, 3)
+        assert all(passes(v, op, limit[0]) for v in values)
+
+
+def test_zero_maximum_takes_the_allowance_from_the_spread() -> None:
+    values = [-3.0, 0.0, -1.0]
+    assert recompute_limit(values, "<=", "0", RULE) == (0.15, 2)
+
+
+def test_all_zero_window() -> None:
+    zeros = [0.0, 0.0, 0.0]
+    assert recompute_limit(zeros, ">=", "0", RULE) == (0.0, 0)
+    assert recompute_limit(zeros, "<=", "0.5", RULE) == (0.0, 1)
+    # strict gates move one step (at the literal's decimals) to let a run at 0 pass
+    assert recompute_limit(zeros, ">", "0", RULE) == (-1.0, 0)
+    assert recompute_limit(zeros, ">", "0.5", RULE) == (-0.1, 1)
+    assert recompute_limit(zeros, "<", "0.05", RULE) == (0.01, 2)
+
+
+def test_strict_gate_exactly_on_the_extreme_moves_one_step() -> None:
+    exact = RuleSettings(allowance=0)
+    # two significant digits of 0.5 / 0.7 are 2 decimals: one step is 0.01
+    assert recompute_limit([0.5, 0.7], ">=", "0.5", exact) == (0.5, 2)
+    assert recompute_limit([0.5, 0.7], ">", "0.5", exact) == (0.49, 2)
+    assert recompute_limit([0.5, 0.7], "<=", "0.5", exact) == (0.7, 2)
+    assert recompute_limit([0.5, 0.7], "<", "0.5", exact) == (0.71, 2)
+
+
+def test_looser_than_rule_is_exact_at_one_step() -> None:
+    assert 0.50 - 0.49 > 0.01  # float subtraction would call one step "more than one"
+    assert not looser_than_rule(0.49, 0.50, 2, ">=")
+    assert looser_than_rule(0.48, 0.50, 2, ">=")
+    assert not looser_than_rule(0.55, 0.50, 2, ">=")  # stricter is never looser
+    assert not looser_than_rule(284, 283, 0, "<")
+    assert looser_than_rule(285, 283, 0, "<=")
+    assert looser_by(0.48, 0.50, ">=") == 0.02
+    assert looser_by(280, 283, "<=") == -3
+
+
+# --------------------------------------------------------------------------- properties
+
+# subnormal metric values do not occur; near them a float cannot hold the rounding grid
+finite = st.floats(
+    min_value=-1e9, max_value=1e9, allow_nan=False, allow_infinity=False, allow_subnormal=False
+)
+values_strategy = st.lists(
+    st.one_of(
+        finite, st.just(0.0), st.floats(min_value=-1e-6, max_value=1e-6, allow_subnormal=False)
+    ),
+    min_size=1,
+    max_size=30,
+)
+literal_strategy = st.builds(
+    lambda number, decimals: f"{number:.{decimals}f}",
+    st.floats(min_value=-1000, max_value=1000),
+    st.integers(min_value=0, max_value=6),
+)
+rule_strategy = st.builds(
+    RuleSettings,
+    allowance=st.floats(min_value=0, max_value=0.5),
+    significant_digits=st.integers(min_value=1, max_value=4),
+)
+
+
+@settings(max_examples=400, deadline=None)
+@given(values_strategy, st.sampled_from(OPS), literal_strategy, rule_strategy)
+def test_recomputed_limit_never_fails_its_own_window(
+    values: list[float], op: Op, literal: str, rule: RuleSettings
+) -> None:
+    result = recompute_limit(values, op, literal, rule)
+    assert result is not None
+    limit, decimals = result
+    assert decimals >= decimals_of(literal)
+    assert all(passes(v, op, limit) for v in values), (values, op, literal, limit)
+
+
+@settings(max_examples=400, deadline=None)
+@given(values_strategy, st.sampled_from(OPS), literal_strategy, rule_strategy)
+def test_rounding_never_tightens(
+    values: list[float], op: Op, literal: str, rule: RuleSettings
+) -> None:
+    result = recompute_limit(values, op, literal, rule)
+    unrounded = unrounded_limit(values, op, rule)
+    assert result is not None and unrounded is not None
+    limit, decimals = result
+    # at most one rounding step, plus one more for a strict gate landing on the extreme
+    reach = Decimal(2) * Decimal(1).scaleb(-decimals)
+    if op in (">=", ">"):
+        assert limit <= unrounded
+        assert Decimal(repr(unrounded)) - Decimal(repr(limit)) <= reach
+        # the unrounded limit is the rule: min - allowance·|min| (spread at 0)
+        low = min(values)
+        scale = abs(low) if low != 0 else max(values) - low
+        assert unrounded == pytest.approx(low - rule.allowance * scale, rel=1e-12, abs=1e-300)
+    else:
+        assert limit >= unrounded
+        assert Decimal(repr(limit)) - Decimal(repr(unrounded)) <= reach
+        high = max(values)
+        scale = abs(high) if high != 0 else high - min(values)
+        assert unrounded == pytest.approx(high + rule.allowance * scale, rel=1e-12, abs=1e-300)
+
+
+def test_non_finite_values_are_ignored() -> None:
+    assert recompute_limit([0.6, float("nan"), float("-inf")], ">=", "0.5", RULE) == (0.57, 2)
+    assert recompute_limit([float("nan")], ">=", "0.5", RULE) is None
