@@ -1,0 +1,109 @@
+"""Safe GitHub-flavoured Markdown: escaping of outside text and a few trusted builders.
+
+Every value that comes from outside (metric, file, run and gate names, commit messages,
+PR titles, user names) goes through ``escape``, which makes it inert text: it cannot break
+a table row or a line, open an HTML tag, start a link, image, emphasis or math span,
+@-mention a user or team, or become an autolink.  ``Markdown`` marks text that is
+already safe; the builders below return it and escape what they are given.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from urllib.parse import quote, urlsplit
+
+ZWSP = "&#8203;"  # a zero-width space, written as a character reference
+
+
+class Markdown(str):
+    """Text that is already safe Markdown (built here or by a template), never re-escaped."""
+
+    __slots__ = ()
+
+
+# line and paragraph breakers, other control characters, bidi overrides
+_BREAKS = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]+")
+# ASCII punctuation that means something inline in GFM, HTML or GitHub math ("(" and "!"
+# only matter after "]" / before "[", which are escaped)
+_SPECIAL = re.compile(r"([\\`*_\[\]<>|~&$])")
+# ... and what means something only at the start of a line (lists, headings, setext)
+_LEADING = re.compile(r"^([-+=#]|\d{1,9}[.)](?=\s|$))")
+_MENTION = re.compile(r"@")
+_AUTOLINK = re.compile(r"(?i)(://|www\.)")
+
+
+def escape(value: object, limit: int = 1000) -> Markdown:
+    """Make ``value`` (turned into text) inert inside a Markdown line or table cell.
+
+    Text longer than ``limit`` characters is shortened with an ellipsis.
+    """
+    if isinstance(value, Markdown):
+        return value
+    text = _BREAKS.sub(" ", str(value)).strip()
+    if len(text) > limit:
+        text = text[: limit - 1] + "…"
+    text = _SPECIAL.sub(r"\\\1", text)
+    text = _LEADING.sub(lambda m: m.group(0)[:-1] + "\\" + m.group(0)[-1], text)
+    text = _MENTION.sub("@" + ZWSP, text)
+    text = _AUTOLINK.sub(lambda m: m.group(0)[0] + ZWSP + m.group(0)[1:], text)
+    return Markdown(text)
+
+
+def code(value: object) -> Markdown:
+    """Outside text shown in a code font: ``<code>`` with the escaped text inside."""
+    return Markdown(f"<code>{escape(value)}</code>")
+
+
+def bold(value: object) -> Markdown:
+    """Escaped text in bold."""
+    return Markdown(f"**{escape(value)}**")
+
+
+def join(items: Iterable[object], separator: str = ", ") -> Markdown:
+    """Items joined by ``separator`` (itself trusted); items not yet Markdown are escaped."""
+    return Markdown(separator.join(escape(item) for item in items))
+
+
+def safe_url(url: str) -> str | None:
+    """``url`` percent-encoded for a Markdown link target, or None unless http(s)."""
+    parts = urlsplit(url.strip())
+    if parts.scheme not in ("http", "https") or not parts.netloc:
+        return None
+    return quote(url.strip(), safe=":/?#=&%~+,;@-._")
+
+
+def link(text: object, url: str | None) -> Markdown:
+    """``[text](url)`` with the text escaped; plain escaped text when the URL is unusable."""
+    target = safe_url(url) if url else None
+    label = escape(text)
+    if target is None:
+        return label
+    return Markdown(f"[{label}]({target})")
+
+
+def details(summary: object, body: str) -> Markdown:
+    """A folded ``<details>`` block around trusted ``body`` (blank lines keep it Markdown)."""
+    return Markdown(
+        f"<details><summary>{escape(summary)}</summary>\n\n{body.strip()}\n\n</details>"
+    )
+
+
+def truncate(text: str, limit: int, notice: str) -> str:
+    """``text`` cut at a line boundary to fit ``limit`` characters, ending with ``notice``.
+
+    Open ``<details>`` blocks are closed.  Escaped outside text never contains a raw
+    ``<``, so every tag counted here comes from the templates.
+    """
+    if len(text) <= limit:
+        return text
+    closer = "\n</details>\n"
+    budget = limit - len(notice) - 2
+    kept = text[:budget]
+    while True:
+        kept = kept[: max(0, kept.rfind("\n"))]
+        depth = kept.count("<details>") - kept.count("</details>")
+        tail = closer * depth
+        if len(kept) + len(tail) <= budget or not kept:
+            break
+    return f"{kept}\n{tail}\n{notice}"
