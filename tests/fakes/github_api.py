@@ -1,0 +1,369 @@
+"""A local fake of GitHub's REST API for the real PyGithub client.
+
+``FakeGitHub`` serves HTTP on 127.0.0.1 (a free port) in a background thread. It authenticates
+like GitHub (App JWT -> installation token), keeps state (``github_state``), answers with bodies
+built from GitHub's examples (``github_shapes``), checks every JSON body against the OpenAPI
+schema of the operation (``openapi_check``), records every call, and can inject failures::
+
+    with FakeGitHub() as fake:
+        repo = fake.add_repo("octo/ml", installation_id=7)
+        pr = repo.open_pr(1, head="feature", head_files={"ci/nightly.sh": "..."})
+        gh = fake.client(installation_id=7)
+        assert gh.get_repo("octo/ml").get_pull(1).title == pr.title
+        fake.check()  # no invalid response shapes, no unimplemented endpoints
+"""
+
+from __future__ import annotations
+
+import email.utils
+import functools
+import json
+import re
+import threading
+import traceback
+import urllib.parse
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from email.message import Message
+from http import HTTPStatus
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from types import TracebackType
+from typing import Any, NamedTuple
+
+import jwt
+from cryptography.hazmat.primitives import serialization
+from cryptography.hazmat.primitives.asymmetric import rsa
+from github import Auth, Github, GithubIntegration, GithubRetry
+
+from tests.fakes import github_endpoints_checks, github_endpoints_git, github_endpoints_pulls
+from tests.fakes.github_routes import ROUTES, Api, ApiError, Reply, Request, Route
+from tests.fakes.github_shapes import API, Shapes, retarget
+from tests.fakes.github_state import GitHubState, Repo
+from tests.fakes.openapi_check import SPEC_PATH, load_openapi
+
+ENDPOINTS = (github_endpoints_pulls, github_endpoints_git, github_endpoints_checks)  # register
+Headers = Mapping[str, str] | Message  # http.server hands over an email Message
+SECONDARY_RATE_LIMIT = (
+    "You have exceeded a secondary rate limit and have been temporarily blocked from content "
+    "creation. Please retry your request again later."
+)
+
+
+def make_app_key() -> tuple[str, rsa.RSAPublicKey]:
+    """A fresh RSA key pair for a GitHub App: (private key PEM, public key)."""
+    key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+    pem = key.private_bytes(
+        serialization.Encoding.PEM,
+        serialization.PrivateFormat.TraditionalOpenSSL,
+        serialization.NoEncryption(),
+    ).decode()
+    return pem, key.public_key()
+
+
+@functools.cache
+def _default_key() -> tuple[str, rsa.RSAPublicKey]:
+    return make_app_key()
+
+
+@functools.cache
+def _loaded_key(private_pem: str) -> Any:
+    # Parsing a PEM re-validates the RSA key (~0.1 s); do it once per key, not once per JWT.
+    return serialization.load_pem_private_key(
+        private_pem.encode(), password=None, unsafe_skip_rsa_key_validation=True
+    )
+
+
+class Call(NamedTuple):
+    """One recorded request and the status it got."""
+
+    method: str
+    path: str
+    query: dict[str, str]
+    body: Any
+    status: int
+
+
+@dataclass
+class Fault:
+    method: str
+    pattern: re.Pattern[str]
+    status: int
+    remaining: int
+    headers: dict[str, str]
+    body: Any
+
+
+class _Server(ThreadingHTTPServer):
+    daemon_threads = True
+    block_on_close = False  # keep-alive connections of a client must not block shutdown
+    fake: FakeGitHub
+
+
+class _Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    timeout = 60
+    server: _Server
+
+    def _serve(self) -> None:
+        length = int(self.headers.get("Content-Length") or 0)
+        raw = self.rfile.read(length) if length else b""
+        status, headers, payload = self.server.fake.handle(
+            self.command, self.path, self.headers, raw
+        )
+        lines = [f"HTTP/1.1 {status} {HTTPStatus(status).phrase}"]
+        lines += [f"{name}: {value}" for name, value in headers.items()]
+        # One send for head and body: separate small writes cost ~40 ms each (Nagle).
+        self.wfile.write(("\r\n".join(lines) + "\r\n\r\n").encode("latin-1") + payload)
+
+    do_GET = do_POST = do_PUT = do_PATCH = do_DELETE = _serve
+
+    def log_message(self, format: str, *args: Any) -> None:
+        """Silence the per-request log lines."""
+
+
+class FakeGitHub:
+    """GitHub's REST API for one App, served locally; see the module docstring."""
+
+    def __init__(
+        self,
+        *,
+        app_id: int = 4242,
+        app_slug: str = "threshold-bot",
+        private_key: str | None = None,
+        public_key: rsa.RSAPublicKey | None = None,
+        spec_path: Path = SPEC_PATH,
+    ) -> None:
+        if public_key is None:
+            if private_key is not None:
+                raise ValueError("give the public key that goes with private_key")
+            private_key, public_key = _default_key()
+        self.app_id = app_id
+        self.private_key = private_key  # PEM, for clients; None when only the public key is known
+        self.public_key = public_key
+        self.openapi = load_openapi(spec_path)
+        self.state = GitHubState(app_id, app_slug)
+        self.calls: list[Call] = []
+        self.schema_errors: list[str] = []
+        self.unimplemented: list[str] = []
+        self.server_errors: list[str] = []
+        self._faults: list[Fault] = []
+        self._server = _Server(("127.0.0.1", 0), _Handler)
+        self._server.fake = self
+        self.base_url = f"http://127.0.0.1:{self._server.server_address[1]}"
+        self.shapes = Shapes(self.state, self.base_url)
+        self.api = Api(self.state, self.shapes, self.base_url)
+        self._thread: threading.Thread | None = None
+        for method, template in ROUTES:
+            self.openapi.operation(method, template)  # every route is a documented operation
+
+    # ----- lifecycle --------------------------------------------------------------------------
+    def start(self) -> FakeGitHub:
+        """Serve in a background thread (idempotent)."""
+        if self._thread is None:
+            self._thread = threading.Thread(
+                target=self._server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
+            )
+            self._thread.start()
+        return self
+
+    def close(self) -> None:
+        """Stop serving and release the port."""
+        if self._thread is not None:
+            self._server.shutdown()
+            self._thread.join(timeout=10)
+            self._thread = None
+        self._server.server_close()
+
+    def __enter__(self) -> FakeGitHub:
+        return self.start()
+
+    def __exit__(
+        self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.close()
+
+    # ----- arranging state --------------------------------------------------------------------
+    def add_repo(self, full_name: str, **kwargs: Any) -> Repo:
+        """Create a repository (see ``GitHubState.add_repo`` for the options)."""
+        return self.state.add_repo(full_name, **kwargs)
+
+    def repo(self, full_name: str) -> Repo:
+        return self.state.repos[full_name]
+
+    # ----- clients ----------------------------------------------------------------------------
+    def app_auth(self) -> Auth.AppAuth:
+        """PyGithub App credentials matching this fake (signing with the pre-parsed key)."""
+        if self.private_key is None:
+            raise ValueError("this fake was given only a public key")
+        key = _loaded_key(self.private_key)
+        return Auth.AppAuth(
+            self.app_id, sign_func=lambda payload: jwt.encode(payload, key, algorithm="RS256")
+        )
+
+    def client_options(self, retry: GithubRetry | int | None = None) -> dict[str, Any]:
+        """Keyword arguments for ``Github``/``GithubIntegration`` that suit tests: no pacing
+        delays, and retries without back-off."""
+        return {
+            "base_url": self.base_url,
+            "seconds_between_requests": 0,
+            "seconds_between_writes": 0,
+            "retry": retry if retry is not None else GithubRetry(total=3, backoff_factor=0),
+            "timeout": 30,
+        }
+
+    def integration(self, retry: GithubRetry | int | None = None) -> GithubIntegration:
+        """A PyGithub ``GithubIntegration`` authenticated as the App."""
+        return GithubIntegration(auth=self.app_auth(), **self.client_options(retry))
+
+    def client(self, installation_id: int = 1, retry: GithubRetry | int | None = None) -> Github:
+        """A PyGithub ``Github`` acting as an installation (token fetched through the App JWT)."""
+        return self.integration(retry).get_github_for_installation(installation_id)
+
+    # ----- recording and checks ---------------------------------------------------------------
+    def requests(self, method: str | None = None, path: str | None = None) -> list[Call]:
+        """Recorded calls with this method and exact path (None matches any)."""
+        return [
+            call
+            for call in list(self.calls)
+            if method in (None, call.method) and path in (None, call.path)
+        ]
+
+    def check(self) -> None:
+        """Fail when a response broke its schema, an endpoint is missing, or a handler crashed."""
+        problems = (
+            [f"schema: {e}" for e in self.schema_errors]
+            + [f"unimplemented: {e}" for e in self.unimplemented]
+            + [f"server error: {e}" for e in self.server_errors]
+        )
+        if problems:
+            raise AssertionError("fake GitHub problems:\n" + "\n".join(problems))
+
+    # ----- fault injection --------------------------------------------------------------------
+    def fail_next(
+        self,
+        method: str,
+        path_regex: str,
+        status: int = 502,
+        times: int = 1,
+        headers: Mapping[str, str] | None = None,
+        body: Any = None,
+    ) -> None:
+        """Answer the next ``times`` requests matching ``method`` and ``path_regex`` (searched in
+        the path) with ``status`` instead of handling them."""
+        if body is None:
+            message = HTTPStatus(status).phrase
+            body = Shapes.error(status, "Server Error" if status >= 500 else message)
+        with self.state.lock:
+            self._faults.append(
+                Fault(method, re.compile(path_regex), status, times, dict(headers or {}), body)
+            )
+
+    def secondary_rate_limit(
+        self, method: str, path_regex: str, times: int = 1, retry_after: int | None = 0
+    ) -> None:
+        """Answer like GitHub's secondary rate limit: 403, its message, and ``Retry-After``."""
+        headers = {} if retry_after is None else {"Retry-After": str(retry_after)}
+        body = Shapes.error(403, SECONDARY_RATE_LIMIT)
+        self.fail_next(method, path_regex, 403, times, headers, body)
+
+    def _take_fault(self, method: str, path: str) -> Fault | None:
+        for fault in self._faults:
+            if fault.method == method and fault.remaining > 0 and fault.pattern.search(path):
+                fault.remaining -= 1
+                return fault
+        return None
+
+    # ----- serving ----------------------------------------------------------------------------
+    def _authenticate(self, route: Route, headers: Headers) -> int | None:
+        scheme, _, credential = (headers.get("Authorization") or "").partition(" ")
+        if route.auth == "jwt":
+            if scheme.lower() != "bearer":
+                raise ApiError(401, "A JSON web token could not be decoded")
+            try:
+                claims = jwt.decode(
+                    credential,
+                    self.public_key,
+                    algorithms=["RS256"],
+                    options={"require": ["exp", "iat", "iss"]},
+                )
+            except jwt.PyJWTError as error:
+                raise ApiError(401, f"A JSON web token could not be decoded: {error}") from None
+            if str(claims["iss"]) != str(self.app_id):
+                raise ApiError(401, "Integration not found")
+            if int(claims["exp"]) - int(claims["iat"]) > 600:
+                raise ApiError(401, "'Expiration time' claim ('exp') is too far in the future")
+            return None
+        if scheme.lower() not in ("token", "bearer"):
+            raise ApiError(401, "Requires authentication")
+        installation, expires = self.state.tokens.get(credential, (None, None))
+        if installation is None or expires is None or expires <= datetime.now(UTC):
+            raise ApiError(401, "Bad credentials")
+        return installation
+
+    def _dispatch(
+        self, method: str, path: str, query: dict[str, str], headers: Headers, body: Any
+    ) -> tuple[Reply, Any]:
+        """The reply and the matched operation (None when GitHub documents no such path)."""
+        fault = self._take_fault(method, path)
+        match = self.openapi.match(method, path)
+        operation = match.operation if match else None
+        if fault is not None:
+            return Reply(fault.status, fault.body, dict(fault.headers)), operation
+        if match is None:
+            return Reply(404, Shapes.error(404, "Not Found")), None
+        route = ROUTES.get((method, match.operation.template))
+        if route is None:
+            self.unimplemented.append(f"{method} {match.operation.template}")
+            return Reply(404, Shapes.error(404, "Not Found (not implemented by the fake)")), None
+        try:
+            installation = self._authenticate(route, headers)
+            problem = self.openapi.request_problem(match.operation, body)
+            if problem is not None:
+                raise ApiError(422, problem)
+            request = Request(method, path, match.params, query, body, installation)
+            return route.handler(self.api, request), operation
+        except ApiError as error:
+            return Reply(
+                error.status, Shapes.error(error.status, error.message, error.errors)
+            ), operation
+
+    def handle(
+        self, method: str, raw_path: str, headers: Headers, raw_body: bytes
+    ) -> tuple[int, dict[str, str], bytes]:
+        """Answer one HTTP request: (status, headers, body bytes)."""
+        url = urllib.parse.urlsplit(raw_path)
+        query = dict(urllib.parse.parse_qsl(url.query, keep_blank_values=True))
+        body: Any = None
+        with self.state.lock:
+            try:
+                body = json.loads(raw_body) if raw_body.strip() else None
+                reply, operation = self._dispatch(method, url.path, query, headers, body)
+            except json.JSONDecodeError:
+                reply, operation = Reply(400, Shapes.error(400, "Problems parsing JSON")), None
+            except Exception:
+                self.server_errors.append(f"{method} {raw_path}: {traceback.format_exc()}")
+                reply, operation = Reply(500, Shapes.error(500, "fake GitHub crashed")), None
+            # Whatever a builder left pointing at api.github.com must point here (PyGithub
+            # refuses to follow URLs on another host).
+            reply.body = retarget(reply.body, [(API, self.base_url)])
+            if operation is not None and reply.body is not None:
+                errors = self.openapi.errors(operation, reply.status, reply.body)
+                if errors:
+                    self.schema_errors.extend(errors)
+                    reply = Reply(500, Shapes.error(500, "invalid response: " + errors[0]))
+            self.calls.append(Call(method, url.path, query, body, reply.status))
+        payload = b"" if reply.body is None else json.dumps(reply.body).encode()
+        out = {
+            "Date": email.utils.formatdate(usegmt=True),
+            "Content-Type": "application/json; charset=utf-8",
+            "Content-Length": str(len(payload)),
+            "X-GitHub-Media-Type": "github.v3; format=json",
+            "X-RateLimit-Limit": "5000",
+            "X-RateLimit-Remaining": "4999",
+            "X-RateLimit-Reset": str(int(datetime.now(UTC).timestamp()) + 3600),
+            "X-GitHub-Request-Id": f"FAKE:{len(self.calls)}",
+            **reply.headers,
+        }
+        return reply.status, out, payload

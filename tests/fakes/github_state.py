@@ -1,0 +1,507 @@
+"""In-memory state of the fake GitHub: repositories, commits, pull requests, comments, checks.
+
+Pure bookkeeping with no HTTP: the server in ``github_api`` reads and changes it under
+``GitHubState.lock``, and tests arrange scenarios through the helper methods of ``Repo``.
+"""
+
+from __future__ import annotations
+
+import difflib
+import hashlib
+import itertools
+import threading
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+PERMISSIONS = ("admin", "maintain", "write", "triage", "read", "none")
+EPOCH = datetime(2026, 7, 1, tzinfo=UTC)
+
+
+def blob_sha(text: str) -> str:
+    """Git's object id of a blob holding ``text``."""
+    data = text.encode()
+    return hashlib.sha1(b"blob %d\0" % len(data) + data).hexdigest()
+
+
+def tree_sha(files: dict[str, str]) -> str:
+    """A stable id for a snapshot (not git's tree encoding, but unique per content)."""
+    listing = "".join(f"{path}\0{blob_sha(text)}\n" for path, text in sorted(files.items()))
+    return hashlib.sha1(b"tree " + listing.encode()).hexdigest()
+
+
+@dataclass
+class Commit:
+    """A commit with its full snapshot of files (path -> text)."""
+
+    sha: str
+    parents: list[str]
+    message: str
+    author: str
+    date: datetime
+    files: dict[str, str]
+
+    @property
+    def tree(self) -> str:
+        return tree_sha(self.files)
+
+
+@dataclass
+class FileChange:
+    """One entry of a diff between two snapshots."""
+
+    path: str
+    status: str  # added | removed | modified
+    additions: int
+    deletions: int
+    patch: str
+    text: str | None  # content on the new side (None when removed)
+
+
+@dataclass
+class PullRequest:
+    """A pull request; ``head_repo`` is a fork when the PR comes from one."""
+
+    number: int
+    id: int
+    title: str
+    body: str
+    user: str
+    repo: Repo
+    head_repo: Repo
+    head_ref: str
+    base_ref: str
+    maintainer_can_modify: bool
+    draft: bool
+    created_at: datetime
+    state: str = "open"
+    merged: bool = False
+    merge_commit_sha: str | None = None
+    merged_at: datetime | None = None
+    closed_at: datetime | None = None
+    base_at_merge: str | None = None  # the base tip the PR was merged onto
+
+    @property
+    def head_sha(self) -> str:
+        return self.head_repo.branches[self.head_ref]
+
+    @property
+    def base_sha(self) -> str:
+        """The base branch tip; for a merged PR, the tip it was merged onto (as GitHub keeps
+        showing the PR's own commits and files after the merge)."""
+        return self.base_at_merge or self.repo.branches[self.base_ref]
+
+
+@dataclass
+class Reaction:
+    id: int
+    user: str
+    content: str
+    created_at: datetime
+
+
+@dataclass
+class IssueComment:
+    id: int
+    issue_number: int
+    user: str
+    body: str
+    created_at: datetime
+    updated_at: datetime
+    reactions: list[Reaction] = field(default_factory=list)
+
+
+@dataclass
+class CheckRun:
+    id: int
+    head_sha: str
+    name: str
+    status: str
+    conclusion: str | None
+    started_at: datetime
+    completed_at: datetime | None
+    output: dict[str, Any] = field(default_factory=dict)
+    actions: list[dict[str, str]] = field(default_factory=list)
+    external_id: str | None = None
+    details_url: str | None = None
+
+
+@dataclass
+class ReviewComment:
+    id: int
+    review_id: int
+    path: str
+    body: str
+    line: int | None
+    start_line: int | None
+    side: str
+    commit_id: str
+    user: str
+    created_at: datetime
+
+
+@dataclass
+class Review:
+    id: int
+    pr_number: int
+    user: str
+    body: str
+    state: str
+    commit_id: str
+    submitted_at: datetime
+    comments: list[ReviewComment] = field(default_factory=list)
+
+
+def diff_snapshots(old: dict[str, str], new: dict[str, str]) -> list[FileChange]:
+    """File-by-file differences from ``old`` to ``new``, sorted by path, with unified patches."""
+    changes = []
+    for path in sorted(set(old) | set(new)):
+        before, after = old.get(path), new.get(path)
+        if before == after:
+            continue
+        lines = list(
+            difflib.unified_diff(
+                (before or "").splitlines(), (after or "").splitlines(), lineterm="", n=3
+            )
+        )[2:]
+        additions = sum(1 for line in lines if line.startswith("+"))
+        deletions = sum(1 for line in lines if line.startswith("-"))
+        status = "added" if before is None else "removed" if after is None else "modified"
+        changes.append(FileChange(path, status, additions, deletions, "\n".join(lines), after))
+    return changes
+
+
+class Repo:
+    """A repository and the test helpers that arrange its history, PRs and permissions."""
+
+    def __init__(
+        self,
+        state: GitHubState,
+        full_name: str,
+        *,
+        installation_id: int | None,
+        default_branch: str,
+        private: bool,
+        objects: dict[str, Commit] | None = None,
+        fork_of: Repo | None = None,
+    ) -> None:
+        self.state = state
+        self.owner, self.name = full_name.split("/")
+        self.id = state.next_id()
+        self.installation_id = installation_id
+        self.default_branch = default_branch
+        self.private = private
+        self.fork_of = fork_of
+        self.objects: dict[str, Commit] = {} if objects is None else objects  # shared by forks
+        self.branches: dict[str, str] = {}
+        self.pulls: dict[int, PullRequest] = {}
+        self.issue_comments: dict[int, IssueComment] = {}
+        self.check_runs_by_id: dict[int, CheckRun] = {}
+        self.reviews_by_id: dict[int, Review] = {}
+        self.permissions: dict[str, str] = {}
+        self.associations: dict[str, set[int]] = {}
+        self.blobs: dict[str, str] = {}  # created through the git data API
+        self.trees: dict[str, dict[str, str]] = {}
+        self.created_at = EPOCH
+
+    @property
+    def full_name(self) -> str:
+        return f"{self.owner}/{self.name}"
+
+    # ----- history -------------------------------------------------------------------------
+    def resolve(self, ref: str) -> str | None:
+        """The commit sha a branch name, ``heads/<branch>``, or a (full) sha refers to."""
+        name = ref.removeprefix("refs/").removeprefix("heads/")
+        if name in self.branches:
+            return self.branches[name]
+        if ref in self.objects:
+            return ref
+        matches = [sha for sha in self.objects if len(ref) >= 7 and sha.startswith(ref)]
+        return matches[0] if len(matches) == 1 else None
+
+    def add_commit(
+        self,
+        parents: list[str],
+        files: dict[str, str],
+        message: str,
+        author: str = "octocat",
+        date: datetime | None = None,
+    ) -> Commit:
+        """Store a commit (no branch moves)."""
+        with self.state.lock:
+            when = date or self.state.tick()
+            seed = (
+                f"{parents}|{message}|{when.isoformat()}|{tree_sha(files)}|{self.state.next_id()}"
+            )
+            commit = Commit(
+                hashlib.sha1(seed.encode()).hexdigest(), parents, message, author, when, files
+            )
+            self.objects[commit.sha] = commit
+            return commit
+
+    def commit(
+        self,
+        branch: str,
+        files: dict[str, str | None],
+        *,
+        message: str = "Update files",
+        date: datetime | None = None,
+        author: str = "octocat",
+        from_branch: str | None = None,
+    ) -> str:
+        """Commit ``files`` (path -> text, None deletes) on ``branch`` and return the new sha.
+
+        A missing branch is created from ``from_branch`` (default branch by default).
+        """
+        with self.state.lock:
+            if branch not in self.branches:
+                self.branches[branch] = self.branches[from_branch or self.default_branch]
+            parent = self.branches[branch]
+            snapshot = dict(self.objects[parent].files)
+            for path, text in files.items():
+                if text is None:
+                    snapshot.pop(path, None)
+                else:
+                    snapshot[path] = text
+            new = self.add_commit([parent], snapshot, message, author, date)
+            self.branches[branch] = new.sha
+            return new.sha
+
+    def file_at(self, ref: str, path: str) -> str | None:
+        """The text of ``path`` at a branch or sha, or None when absent."""
+        with self.state.lock:
+            sha = self.resolve(ref)
+            return None if sha is None else self.objects[sha].files.get(path)
+
+    def head(self, branch: str) -> str:
+        """The sha a branch points at."""
+        return self.branches[branch]
+
+    def ancestors(self, sha: str) -> list[str]:
+        """``sha`` and every commit reachable from it, nearest first (breadth-first)."""
+        seen: dict[str, None] = {}
+        queue = [sha]
+        while queue:
+            current = queue.pop(0)
+            if current in seen or current not in self.objects:
+                continue
+            seen[current] = None
+            queue.extend(self.objects[current].parents)
+        return list(seen)
+
+    def merge_base(self, base: str, head: str) -> str | None:
+        """The nearest common ancestor of two commits."""
+        reachable = set(self.ancestors(head))
+        return next((sha for sha in self.ancestors(base) if sha in reachable), None)
+
+    def commits_between(self, base: str, head: str) -> list[Commit]:
+        """Commits reachable from ``head`` but not from ``base``, oldest first."""
+        excluded = set(self.ancestors(base))
+        found = [self.objects[s] for s in self.ancestors(head) if s not in excluded]
+        return sorted(found, key=lambda c: (c.date, len(self.ancestors(c.sha))))
+
+    # ----- pull requests --------------------------------------------------------------------
+    def fork(self, owner: str, *, private: bool = False) -> Repo:
+        """The fork ``owner/<name>`` of this repository (created once, shares commit objects)."""
+        with self.state.lock:
+            full = f"{owner}/{self.name}"
+            if full not in self.state.repos:
+                fork = Repo(
+                    self.state,
+                    full,
+                    installation_id=None,
+                    default_branch=self.default_branch,
+                    private=private,
+                    objects=self.objects,
+                    fork_of=self,
+                )
+                fork.branches = dict(self.branches)
+                self.state.repos[full] = fork
+            return self.state.repos[full]
+
+    def open_pr(
+        self,
+        number: int | None = None,
+        *,
+        head: str = "feature",
+        base: str | None = None,
+        head_files: dict[str, str | None] | None = None,
+        fork: bool = False,
+        maintainer_can_modify: bool = False,
+        user: str = "alice",
+        title: str = "Update thresholds",
+        body: str = "",
+        draft: bool = False,
+        message: str = "Change thresholds",
+        date: datetime | None = None,
+    ) -> PullRequest:
+        """Open a PR from ``head`` (in this repo or in ``user``'s fork) into ``base``.
+
+        ``head_files`` are committed on the head branch first (created from ``base``).
+        """
+        with self.state.lock:
+            base = base or self.default_branch
+            number = number or max([0, *self.pulls]) + 1
+            head_repo = self.fork(user) if fork else self
+            if head_files is not None:
+                if head not in head_repo.branches:
+                    head_repo.branches[head] = self.branches[base]
+                head_repo.commit(head, head_files, message=message, author=user, date=date)
+            pr = PullRequest(
+                number=number,
+                id=self.state.next_id(),
+                title=title,
+                body=body,
+                user=user,
+                repo=self,
+                head_repo=head_repo,
+                head_ref=head,
+                base_ref=base,
+                maintainer_can_modify=maintainer_can_modify,
+                draft=draft,
+                created_at=self.state.tick(),
+            )
+            self.pulls[number] = pr
+            return pr
+
+    def pr_commits(self, pr: PullRequest) -> list[Commit]:
+        """The commits a PR brings (head not in base), oldest first."""
+        return self.commits_between(pr.base_sha, pr.head_sha)
+
+    def pr_files(self, pr: PullRequest) -> list[FileChange]:
+        """The PR's diff: merge base of base and head against the head."""
+        base = self.merge_base(pr.base_sha, pr.head_sha)
+        old = self.objects[base].files if base else {}
+        return diff_snapshots(old, self.objects[pr.head_sha].files)
+
+    def merge_pr(self, number: int, *, date: datetime | None = None, user: str = "octocat") -> str:
+        """Merge a PR with a merge commit on its base branch; associate its commits with it."""
+        with self.state.lock:
+            pr = self.pulls[number]
+            for commit in self.pr_commits(pr):
+                self.associations.setdefault(commit.sha, set()).add(number)
+            base_tip, head_tip = pr.base_sha, pr.head_sha
+            ancestor = self.merge_base(base_tip, head_tip)
+            merged = dict(self.objects[base_tip].files)
+            old = self.objects[ancestor].files if ancestor else {}
+            for change in diff_snapshots(old, self.objects[head_tip].files):
+                if change.text is None:
+                    merged.pop(change.path, None)
+                else:
+                    merged[change.path] = change.text
+            message = f"Merge pull request #{number} from {pr.head_repo.owner}/{pr.head_ref}"
+            commit = self.add_commit([base_tip, head_tip], merged, message, user, date)
+            pr.base_at_merge = base_tip
+            self.branches[pr.base_ref] = commit.sha
+            self.associations.setdefault(commit.sha, set()).add(number)
+            pr.state, pr.merged, pr.merge_commit_sha = "closed", True, commit.sha
+            pr.merged_at = pr.closed_at = commit.date
+            return commit.sha
+
+    def close_pr(self, number: int) -> None:
+        """Close a PR without merging it."""
+        with self.state.lock:
+            pr = self.pulls[number]
+            pr.state, pr.closed_at = "closed", self.state.tick()
+
+    def associate(self, sha: str, number: int) -> None:
+        """Record that commit ``sha`` came in through PR ``number``."""
+        with self.state.lock:
+            self.associations.setdefault(sha, set()).add(number)
+
+    def pulls_for_commit(self, sha: str) -> list[PullRequest]:
+        """PRs that brought ``sha`` (merged associations) or whose open head contains it."""
+        numbers = set(self.associations.get(sha, set()))
+        for pr in self.pulls.values():
+            if pr.state == "open" and sha in {c.sha for c in self.pr_commits(pr)}:
+                numbers.add(pr.number)
+        return [self.pulls[n] for n in sorted(numbers)]
+
+    # ----- people and read accessors ---------------------------------------------------------
+    def set_permission(self, user: str, permission: str) -> None:
+        """Give ``user`` a collaborator role: admin, maintain, write, triage, read or none."""
+        if permission not in PERMISSIONS:
+            raise ValueError(f"unknown permission {permission!r}; one of {PERMISSIONS}")
+        with self.state.lock:
+            self.permissions[user] = permission
+
+    def permission_of(self, user: str) -> str:
+        """The role of ``user``; non-collaborators read public repositories and nothing else."""
+        return self.permissions.get(user, "none" if self.private else "read")
+
+    def pr(self, number: int) -> PullRequest:
+        return self.pulls[number]
+
+    def comments(self, number: int) -> list[IssueComment]:
+        """Issue comments on PR/issue ``number``, oldest first."""
+        with self.state.lock:
+            return [c for c in self.issue_comments.values() if c.issue_number == number]
+
+    def check_runs(self, sha: str) -> list[CheckRun]:
+        """Check runs on commit ``sha``, oldest first."""
+        with self.state.lock:
+            return [r for r in self.check_runs_by_id.values() if r.head_sha == sha]
+
+    def reviews(self, number: int) -> list[Review]:
+        """PR reviews (with their comments) on PR ``number``."""
+        with self.state.lock:
+            return [r for r in self.reviews_by_id.values() if r.pr_number == number]
+
+
+class GitHubState:
+    """Everything the fake knows: the App, its installations and tokens, and repositories."""
+
+    def __init__(self, app_id: int, app_slug: str) -> None:
+        self.lock = threading.RLock()
+        self.app_id = app_id
+        self.app_slug = app_slug
+        self.repos: dict[str, Repo] = {}
+        self.tokens: dict[str, tuple[int, datetime]] = {}  # token -> (installation, expiry)
+        self._ids = itertools.count(1000)
+        self._clock = EPOCH
+
+    @property
+    def bot_login(self) -> str:
+        return f"{self.app_slug}[bot]"
+
+    def next_id(self) -> int:
+        with self.lock:
+            return next(self._ids)
+
+    def tick(self) -> datetime:
+        """A strictly increasing timestamp for objects created without an explicit date."""
+        with self.lock:
+            self._clock = max(self._clock, datetime.now(UTC).replace(microsecond=0))
+            self._clock += timedelta(seconds=1)
+            return self._clock
+
+    def add_repo(
+        self,
+        full_name: str,
+        *,
+        installation_id: int | None = 1,
+        default_branch: str = "main",
+        private: bool = False,
+        files: dict[str, str] | None = None,
+        date: datetime | None = None,
+    ) -> Repo:
+        """Create a repository whose default branch holds one initial commit of ``files``."""
+        with self.lock:
+            if full_name in self.repos:
+                raise ValueError(f"repository {full_name} exists")
+            repo = Repo(
+                self,
+                full_name,
+                installation_id=installation_id,
+                default_branch=default_branch,
+                private=private,
+            )
+            self.repos[full_name] = repo
+            initial = repo.add_commit(
+                [], dict(files or {"README.md": "# ml\n"}), "Initial commit", date=date or EPOCH
+            )
+            repo.branches[default_branch] = initial.sha
+            return repo
+
+    def installations(self) -> set[int]:
+        return {r.installation_id for r in self.repos.values() if r.installation_id is not None}
