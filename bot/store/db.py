@@ -12,6 +12,10 @@ from sqlalchemy.orm import DeclarativeBase, sessionmaker
 TABLE_MODULES: tuple[str, ...] = (
     "bot.store.audit",
     "bot.store.approvals",
+    "bot.store.deliveries",
+    "bot.store.installations",
+    "bot.store.tracked",
+    "bot.store.runs",
 )
 
 

@@ -1,0 +1,33 @@
+# threshold-bot: the GitHub App server (`threshold-bot serve`), embedded queue and SQLite
+# store under /data.  Build: docker build -t threshold-bot .
+# Run:   docker run -p 3000:3000 -v tb-data:/data -e APP_ID=... -e WEBHOOK_SECRET=... \
+#          -e PRIVATE_KEY_PATH=/run/secrets/app.pem ... threshold-bot
+FROM python:3.11-slim
+
+ENV PYTHONDONTWRITEBYTECODE=1 \
+    PYTHONUNBUFFERED=1 \
+    PIP_DISABLE_PIP_VERSION_CHECK=1 \
+    HOST=0.0.0.0 \
+    PORT=3000 \
+    DATABASE_URL=sqlite:////data/threshold-bot.db \
+    WANDB_DIR=/data/wandb
+
+WORKDIR /app
+# Dependencies first, so code changes reuse this layer.
+COPY pyproject.toml README.md ./
+COPY bot/__init__.py bot/__init__.py
+RUN pip install --no-cache-dir -e ".[redis]"
+# The code and the templates (found next to the package, hence the editable install).
+COPY bot ./bot
+COPY templates ./templates
+
+RUN useradd --system --uid 10001 --user-group --home-dir /data --create-home threshold-bot
+USER threshold-bot
+WORKDIR /data
+VOLUME ["/data"]
+EXPOSE 3000
+
+HEALTHCHECK --interval=30s --timeout=5s --start-period=30s --retries=3 \
+    CMD python -c "import os, urllib.request; urllib.request.urlopen('http://127.0.0.1:%s/healthz' % os.environ.get('PORT', '3000'), timeout=4)" || exit 1
+
+CMD ["threshold-bot", "serve"]

@@ -1,0 +1,103 @@
+"""Prometheus metrics of the webhook intake and the workers, served on ``GET /metrics``.
+
+Each ``Metrics`` owns its registry, so several apps (tests) never share counters.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+
+from prometheus_client import CollectorRegistry, Counter, Histogram, generate_latest
+from prometheus_client.core import GaugeMetricFamily
+from prometheus_client.registry import Collector
+
+CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
+
+_ACK_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5)
+_RUN_BUCKETS = (0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300)
+
+
+class _StatusCollector(Collector):
+    """Deliveries per status, read from the store at scrape time."""
+
+    def __init__(self, counts: Callable[[], dict[str, int]]) -> None:
+        self._counts = counts
+
+    def collect(self) -> Iterator[GaugeMetricFamily]:
+        family = GaugeMetricFamily(
+            "threshold_bot_deliveries", "Stored deliveries by status.", labels=["status"]
+        )
+        for status, n in sorted(self._counts().items()):
+            family.add_metric([status], n)
+        yield family
+
+
+class Metrics:
+    """Counters and histograms of deliveries received, processed, retried and failed."""
+
+    def __init__(self) -> None:
+        self.registry = CollectorRegistry()
+        r = self.registry
+        self.received = Counter(
+            "threshold_bot_deliveries_received",
+            "Deliveries accepted and stored, by event.",
+            ["event"],
+            registry=r,
+        )
+        self.duplicates = Counter(
+            "threshold_bot_deliveries_duplicate",
+            "Deliveries whose id was already stored.",
+            registry=r,
+        )
+        self.rejected = Counter(
+            "threshold_bot_deliveries_rejected",
+            "Webhook requests refused, by HTTP status.",
+            ["status"],
+            registry=r,
+        )
+        self.processed = Counter(
+            "threshold_bot_deliveries_processed",
+            "Deliveries finished, by event and outcome (done, ignored).",
+            ["event", "outcome"],
+            registry=r,
+        )
+        self.retried = Counter(
+            "threshold_bot_deliveries_retried",
+            "Transient failures scheduled for another attempt, by event.",
+            ["event"],
+            registry=r,
+        )
+        self.failed = Counter(
+            "threshold_bot_deliveries_failed",
+            "Deliveries failed for good, by event.",
+            ["event"],
+            registry=r,
+        )
+        self.ack_seconds = Histogram(
+            "threshold_bot_webhook_ack_seconds",
+            "Time to answer an accepted webhook (store + enqueue).",
+            buckets=_ACK_BUCKETS,
+            registry=r,
+        )
+        self.run_seconds = Histogram(
+            "threshold_bot_delivery_run_seconds",
+            "Time spent running the handlers of one delivery attempt, by event.",
+            ["event"],
+            buckets=_RUN_BUCKETS,
+            registry=r,
+        )
+        self.latency_seconds = Histogram(
+            "threshold_bot_delivery_latency_seconds",
+            "Time from receiving a delivery to finishing it, by event.",
+            ["event"],
+            buckets=_RUN_BUCKETS,
+            registry=r,
+        )
+
+    def watch_store(self, counts: Callable[[], dict[str, int]]) -> None:
+        """Also export the number of stored deliveries per status."""
+        self.registry.register(_StatusCollector(counts))
+
+    def render(self) -> bytes:
+        """The text exposition of every metric."""
+        return generate_latest(self.registry)

@@ -1,0 +1,146 @@
+"""Settings of the running App, read from the environment or a ``.env`` file.
+
+Names follow the interface contract (section 7) and are shared with Probot and the
+W&B client: ``APP_ID``, ``PRIVATE_KEY`` / ``PRIVATE_KEY_PATH``, ``WEBHOOK_SECRET``
+(comma-separated for rotation), ``GITHUB_API_URL``, ``DATABASE_URL``,
+``WANDB_API_KEY`` / ``WANDB_BASE_URL`` / ``WANDB_ENTITY`` and ``REDIS_URL``.
+Operational extras: ``WORKERS``, ``MAX_BODY_BYTES``, ``BOT_LOGIN``, ``MAX_ATTEMPTS``,
+``RETRY_BASE_SECONDS``, ``RETRY_MAX_SECONDS``, ``LEASE_SECONDS``, ``QUEUE_PATH``,
+``EXTRA_HANDLERS`` and ``LOG_LEVEL``.
+
+``load_settings`` turns every problem into a ``SettingsError`` whose message is one
+line naming the variable, so ``serve`` can stop with a clear reason.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Literal
+
+from cryptography.hazmat.primitives.serialization import load_pem_private_key
+from pydantic import Field, SecretStr, ValidationError
+from pydantic_settings import BaseSettings, SettingsConfigDict
+from sqlalchemy.engine import make_url
+
+Role = Literal["serve", "worker", "any"]
+
+DEFAULT_MAX_BODY = 25 * 1024 * 1024  # GitHub caps webhook payloads at 25 MB
+
+
+class SettingsError(ValueError):
+    """A missing or invalid setting; the message is one line naming the variable."""
+
+
+class Settings(BaseSettings):
+    """Every setting of the App; secrets are ``SecretStr`` so they never print."""
+
+    model_config = SettingsConfigDict(
+        env_file=".env", env_file_encoding="utf-8", extra="ignore", frozen=True
+    )
+
+    app_id: int | None = None
+    private_key: SecretStr | None = None
+    private_key_path: Path | None = None
+    webhook_secret: SecretStr | None = None
+    github_api_url: str = "https://api.github.com"
+    database_url: str = "sqlite:///threshold-bot.db"
+    wandb_api_key: SecretStr | None = None
+    wandb_base_url: str | None = None
+    wandb_entity: str | None = None
+    redis_url: str | None = None
+
+    workers: int = Field(default=2, ge=1, le=64)
+    max_body_bytes: int = Field(default=DEFAULT_MAX_BODY, ge=1024)
+    bot_login: str | None = None  # e.g. "threshold-bot[bot]"; its own events are ignored
+    max_attempts: int = Field(default=6, ge=1, le=50)
+    retry_base_seconds: float = Field(default=30.0, ge=0)
+    retry_max_seconds: float = Field(default=3600.0, ge=0)
+    lease_seconds: float = Field(default=120.0, gt=0)
+    queue_path: Path | None = None  # embedded queue file; default: next to the database
+    extra_handlers: str = ""  # comma-separated modules that register more handlers
+    log_level: str = "INFO"
+
+    @property
+    def webhook_secrets(self) -> tuple[bytes, ...]:
+        """Every accepted webhook secret (``WEBHOOK_SECRET`` split on commas)."""
+        if self.webhook_secret is None:
+            return ()
+        parts = self.webhook_secret.get_secret_value().split(",")
+        return tuple(p.strip().encode() for p in parts if p.strip())
+
+    @property
+    def handler_modules(self) -> tuple[str, ...]:
+        """The extra handler modules named in ``EXTRA_HANDLERS``."""
+        return tuple(m.strip() for m in self.extra_handlers.split(",") if m.strip())
+
+    def private_key_pem(self) -> str | None:
+        """The App's PEM key, from ``PRIVATE_KEY`` (``\\n`` escapes allowed) or the file."""
+        if self.private_key is not None:
+            return self.private_key.get_secret_value().replace("\\n", "\n")
+        if self.private_key_path is not None:
+            return self.private_key_path.read_text(encoding="utf-8")
+        return None
+
+    def secret_values(self) -> tuple[str, ...]:
+        """Every secret string, for redaction from logs."""
+        values = [s.decode() for s in self.webhook_secrets]
+        for secret in (self.private_key, self.webhook_secret, self.wandb_api_key):
+            if secret is not None and secret.get_secret_value():
+                values.append(secret.get_secret_value())
+        return tuple(v for v in values if len(v) >= 4)
+
+    def embedded_queue_path(self) -> Path:
+        """The SQLite file of the embedded job queue (used when ``REDIS_URL`` is unset)."""
+        if self.queue_path is not None:
+            return self.queue_path
+        url = make_url(self.database_url)
+        if url.get_backend_name() == "sqlite" and url.database not in (None, "", ":memory:"):
+            db = Path(str(url.database))
+            return db.with_name(f"{db.stem}-queue{db.suffix or '.db'}")
+        return Path("threshold-bot-queue.db")
+
+
+def load_settings(role: Role = "any", **overrides: object) -> Settings:
+    """Read and check the settings ``role`` needs; raise ``SettingsError`` on a problem."""
+    try:
+        settings = Settings(**overrides)  # type: ignore[arg-type]
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        name = str(err["loc"][0]).upper() if err["loc"] else "settings"
+        raise SettingsError(f"{name}: {err['msg']}") from None
+    check_settings(settings, role)
+    return settings
+
+
+def check_settings(settings: Settings, role: Role) -> None:
+    """Check what ``serve`` / ``worker`` need beyond the field types."""
+    if role in ("serve", "worker"):
+        if settings.app_id is None:
+            raise SettingsError("APP_ID: required (the GitHub App's id)")
+        _check_private_key(settings)
+    if role == "serve" and not settings.webhook_secrets:
+        raise SettingsError("WEBHOOK_SECRET: required (the webhook secret of the GitHub App)")
+    try:
+        make_url(settings.database_url)
+    except Exception:
+        raise SettingsError("DATABASE_URL: not a valid SQLAlchemy URL") from None
+    if settings.redis_url is not None and not settings.redis_url.startswith(
+        ("redis://", "rediss://", "unix://")
+    ):
+        raise SettingsError("REDIS_URL: expected a redis://, rediss:// or unix:// URL")
+    if not settings.github_api_url.startswith(("https://", "http://")):
+        raise SettingsError("GITHUB_API_URL: expected an http(s) URL")
+
+
+def _check_private_key(settings: Settings) -> None:
+    if settings.private_key is None and settings.private_key_path is None:
+        raise SettingsError("PRIVATE_KEY: required (or PRIVATE_KEY_PATH, a PEM file)")
+    name = "PRIVATE_KEY" if settings.private_key is not None else "PRIVATE_KEY_PATH"
+    try:
+        pem = settings.private_key_pem() or ""
+    except OSError as exc:
+        raise SettingsError(f"PRIVATE_KEY_PATH: cannot read the file ({exc.strerror})") from None
+    try:
+        load_pem_private_key(pem.encode(), password=None)
+    except (ValueError, TypeError):
+        raise SettingsError(f"{name}: not a PEM private key") from None

@@ -1,0 +1,164 @@
+"""Crash safety: ``kill -9`` a real server mid-work, restart it, nothing is lost or doubled.
+
+The server runs as ``python -m bot.serve serve --port 0`` with the slow test handler
+of ``tests/crash_handler.py`` loaded through ``EXTRA_HANDLERS``.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+
+from bot.store import deliveries
+from bot.store.db import init_db, make_engine
+from bot.store.deliveries import NewDelivery
+from tests.conftest import ROOT
+from tests.crash_handler import EVENT
+from tests.live import SECRET, ServerProcess, make_pem, wait_until
+from tests.webhooks import fixture, signed
+
+N = 12
+WORKERS = 2
+
+
+@pytest.fixture
+def env(tmp_path: Path) -> Iterator[dict[str, str]]:
+    values = {
+        k: v for k, v in os.environ.items() if k in ("PATH", "HOME", "LANG", "TMPDIR", "SYSTEMROOT")
+    }
+    values.update(
+        {
+            "PYTHONPATH": str(ROOT),
+            "APP_ID": "4242",
+            "PRIVATE_KEY": make_pem(),
+            "WEBHOOK_SECRET": SECRET,
+            "DATABASE_URL": f"sqlite:///{tmp_path / 'bot.db'}",
+            "EXTRA_HANDLERS": "tests.crash_handler",
+            "CRASH_TEST_DB": str(tmp_path / "effects.db"),
+            "WORKERS": str(WORKERS),
+            "LEASE_SECONDS": "2",
+        }
+    )
+    yield values
+
+
+def _effects(path: Path) -> tuple[list[tuple[str, int]], dict[str, int]]:
+    if not path.exists():
+        return [], {}
+    conn = sqlite3.connect(path, timeout=30)
+    try:
+        started = conn.execute("SELECT delivery, attempt FROM started").fetchall()
+        done = dict(conn.execute("SELECT delivery, attempt FROM completed").fetchall())
+    except sqlite3.OperationalError:  # tables not created yet
+        return [], {}
+    finally:
+        conn.close()
+    return started, done
+
+
+def test_kill_9_while_queued_and_running_then_restart(tmp_path: Path, env: dict[str, str]) -> None:
+    effects = Path(env["CRASH_TEST_DB"])
+    log = tmp_path / "server.log"
+    # Slow handlers in the first process, so the kill catches them mid-run.
+    first = ServerProcess({**env, "CRASH_TEST_SECONDS": "2"}, tmp_path, log)
+    ids = []
+    with httpx.Client(base_url=first.url, timeout=30) as client:
+        for _ in range(N):
+            body, headers = signed(EVENT, fixture("push"), SECRET)
+            response = client.post("/webhook", content=body, headers=headers)
+            assert response.status_code == 202, response.text
+            ids.append(headers["X-GitHub-Delivery"])
+    wait_until(lambda: len(_effects(effects)[0]) >= WORKERS, what="handlers to start")
+    first.stop(signal.SIGKILL)
+
+    started_before, completed_before = _effects(effects)
+    interrupted = {d for d, _ in started_before} - set(completed_before)
+    assert interrupted, "the kill must catch at least one delivery mid-run"
+    assert len(completed_before) < N, "the kill must leave queued deliveries behind"
+
+    sessions = init_db(make_engine(env["DATABASE_URL"]))
+    before = {d: deliveries.get(sessions, d) for d in ids}
+    assert all(d is not None for d in before.values()), "every 202 means stored"
+    statuses = {d.status for d in before.values() if d is not None}
+    assert statuses <= {"queued", "running", "done"} and "queued" in statuses
+
+    second = ServerProcess({**env, "CRASH_TEST_SECONDS": "0.05"}, tmp_path, log)
+    try:
+
+        def all_done() -> bool:
+            return all(
+                (d := deliveries.get(sessions, i)) is not None and d.status == "done" for i in ids
+            )
+
+        wait_until(all_done, timeout=120, what="every delivery to be done after the restart")
+        started, completed = _effects(effects)
+        assert sorted(completed) == sorted(ids)  # each completed, recorded once
+        runs: dict[str, int] = {}
+        for delivery_id, _ in started:
+            runs[delivery_id] = runs.get(delivery_id, 0) + 1
+        for delivery_id in ids:
+            stored = deliveries.get(sessions, delivery_id)
+            assert stored is not None
+            # the handler ran once per claim; only interrupted deliveries ran twice
+            assert runs[delivery_id] == stored.attempts
+            assert stored.attempts == (2 if delivery_id in interrupted else 1), delivery_id
+        # A replay after the restart is acknowledged and not run again.
+        with httpx.Client(base_url=second.url, timeout=30) as client:
+            body, headers = signed(EVENT, fixture("push"), SECRET, delivery_id=ids[0])
+            assert client.post("/webhook", content=body, headers=headers).status_code == 200
+    finally:
+        code = second.stop(signal.SIGTERM)
+    # uvicorn shuts down gracefully on SIGTERM, then re-raises the signal.
+    assert code in (0, -signal.SIGTERM), log.read_text()[-3000:]
+    assert "Application shutdown complete." in log.read_text()
+    assert len(_effects(effects)[0]) == sum(runs.values())
+
+
+def test_worker_process_alone_finishes_stored_deliveries(
+    tmp_path: Path, env: dict[str, str]
+) -> None:
+    sessions = init_db(make_engine(env["DATABASE_URL"]))
+    ids = []
+    for _ in range(3):  # stored by a web process that died before enqueueing them
+        body, headers = signed(EVENT, fixture("push"), SECRET)
+        new = NewDelivery(
+            id=headers["X-GitHub-Delivery"],
+            event=EVENT,
+            action=None,
+            installation_id=None,
+            body=body.decode(),
+        )
+        assert deliveries.record(sessions, new).accepted
+        ids.append(new.id)
+    log = tmp_path / "worker.log"
+    with log.open("wb") as out:
+        worker = subprocess.Popen(
+            [sys.executable, "-m", "bot.serve", "worker"],
+            env={**env, "CRASH_TEST_SECONDS": "0"},
+            cwd=tmp_path,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+        )
+        try:
+            wait_until(
+                lambda: all(
+                    (d := deliveries.get(sessions, i)) is not None and d.status == "done"
+                    for i in ids
+                ),
+                timeout=120,
+                what="the worker to finish the stored deliveries",
+            )
+        finally:
+            worker.send_signal(signal.SIGTERM)
+            code = worker.wait(timeout=60)
+    assert code == 0, log.read_text()[-3000:]
+    assert sorted(_effects(Path(env["CRASH_TEST_DB"]))[1]) == sorted(ids)
+    assert "re-enqueued 3 unfinished deliveries" in log.read_text()

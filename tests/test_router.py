@@ -1,0 +1,151 @@
+"""Routing by event and action, own-event filtering, and the bookkeeping handlers."""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from bot.handlers.context import DeliveryInfo, HandlerContext
+from bot.router import HANDLER_MODULES, Router, is_own_event, load_handlers, skip_reason
+from bot.store import installations
+from bot.store.db import init_db, make_engine
+from tests.live import Recorder, make_settings
+from tests.webhooks import event_of, fixture, fixture_names, patched
+
+
+def _context(tmp_path: Path, event: str, action: str | None) -> HandlerContext:
+    settings = make_settings(tmp_path)
+    sessions = init_db(make_engine(settings.database_url))
+
+    def no_github(installation_id: int) -> Any:
+        raise AssertionError("bookkeeping must not call GitHub")
+
+    def no_history(spec: Any) -> Any:
+        raise AssertionError("bookkeeping must not read history")
+
+    return HandlerContext(
+        settings=settings,
+        sessions=sessions,
+        delivery=DeliveryInfo(id="d-1", event=event, action=action, installation_id=None),
+        github=no_github,
+        history=no_history,
+        log=logging.LoggerAdapter(logging.getLogger("test"), {}),
+    )
+
+
+def test_dispatch_by_event_and_action(tmp_path: Path) -> None:
+    rec = Recorder(("pull_request", ("opened", "synchronize")), ("check_run", ()))
+    for name in fixture_names():
+        payload = fixture(name)
+        event, action = event_of(name), payload.get("action")
+        ctx = _context(tmp_path, event, action)
+        ran = rec.router.dispatch(ctx, payload)
+        wanted = (event == "pull_request" and action in ("opened", "synchronize")) or (
+            event == "check_run"
+        )
+        assert ran == (1 if wanted else 0), name
+    routed = [(e, a) for e, a, _, _ in rec.calls]
+    expected = sorted(
+        (event_of(n), fixture(n).get("action"))
+        for n in fixture_names()
+        if event_of(n) == "check_run"
+        or (event_of(n) == "pull_request" and fixture(n)["action"] in ("opened", "synchronize"))
+    )
+    assert sorted(routed) == expected
+    assert ("pull_request", "closed") not in routed
+
+
+def test_handlers_run_in_registration_order_once_each() -> None:
+    router = Router()
+    order: list[str] = []
+
+    @router.register("issue_comment", "created")
+    def first(ctx: HandlerContext, payload: dict[str, Any]) -> None:
+        order.append("first")
+
+    @router.register("issue_comment")
+    def every_action(ctx: HandlerContext, payload: dict[str, Any]) -> None:
+        order.append("every")
+
+    router.register("issue_comment", "created", "edited")(first)  # registering again: no-op
+    assert router.handlers("issue_comment", "created") == [every_action, first]
+    assert router.handlers("issue_comment", "edited") == [every_action, first]
+    assert router.handlers("issue_comment", "deleted") == [every_action]
+    assert router.handlers("pull_request", "opened") == []
+
+
+def test_own_events_and_unrouted_events_are_skipped() -> None:
+    rec = Recorder(("issue_comment", ("created",)))
+    payload = fixture("issue_comment.created")
+    assert skip_reason(rec.router, "issue_comment", payload, "threshold-bot[bot]", 4242) is None
+    ours = patched(payload, {"sender.login": "Threshold-Bot[bot]"})
+    assert skip_reason(rec.router, "issue_comment", ours, "threshold-bot[bot]", 4242) == (
+        "sent by the app itself"
+    )
+    via_app = patched(payload, {"comment.performed_via_github_app": {"id": 4242}})
+    assert is_own_event(via_app, None, 4242)
+    assert not is_own_event(via_app, None, 1)
+    reason = skip_reason(
+        rec.router, "issue_comment", fixture("issue_comment.edited.on-issue"), None, None
+    )
+    assert reason == "no handler for issue_comment.edited"
+    assert skip_reason(rec.router, "push", fixture("push"), None, None) == "no handler for push"
+
+
+def test_builtin_handler_modules_register_bookkeeping() -> None:
+    router = load_handlers()
+    assert "bot.handlers.bookkeeping" in HANDLER_MODULES
+    for event in ("ping", "installation", "installation_repositories"):
+        assert router.handlers(event, None), event
+
+
+@pytest.mark.parametrize(
+    "name",
+    ["installation.created", "installation.new_permissions_accepted", "installation.deleted"],
+)
+def test_installation_events_are_recorded(tmp_path: Path, name: str) -> None:
+    payload = fixture(name)
+    ctx = _context(tmp_path, "installation", payload["action"])
+    assert load_handlers().dispatch(ctx, payload) >= 1
+    stored = installations.get(ctx.sessions, payload["installation"]["id"])
+    assert stored is not None
+    assert stored.account == payload["installation"]["account"]["login"]
+    assert stored.repositories == tuple(sorted(r["full_name"] for r in payload["repositories"]))
+    assert stored.status == ("deleted" if payload["action"] == "deleted" else "active")
+    assert (stored in installations.active(ctx.sessions)) == (stored.status == "active")
+
+
+def test_installation_repositories_added_then_removed(tmp_path: Path) -> None:
+    router = load_handlers()
+    created = fixture("installation.created")
+    added = fixture("installation_repositories.added")
+    inst = added["installation"]["id"]
+    assert created["installation"]["id"] == inst
+    ctx = _context(tmp_path, "installation", "created")
+    router.dispatch(ctx, created)
+    repos_ctx = _context(tmp_path, "installation_repositories", "added")
+    router.dispatch(repos_ctx, added)
+    before = {r["full_name"] for r in created["repositories"]}
+    new = {r["full_name"] for r in added["repositories_added"]}
+    stored = installations.get(ctx.sessions, inst)
+    assert stored is not None and set(stored.repositories) == before | new
+    removed = patched(
+        fixture("installation_repositories.removed"),
+        {"installation.id": inst, "repositories_removed": added["repositories_added"]},
+    )
+    router.dispatch(repos_ctx, removed)
+    stored = installations.get(ctx.sessions, inst)
+    assert stored is not None and set(stored.repositories) == before
+
+
+def test_ping_fixtures_are_accepted(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    router = load_handlers()
+    for name in ("ping", "ping.with-app_id"):
+        payload = fixture(name)
+        ctx = _context(tmp_path, "ping", None)
+        with caplog.at_level(logging.INFO, logger="test"):
+            assert router.dispatch(ctx, payload) == 1
+        assert f"ping from hook {payload['hook_id']}" in caplog.text

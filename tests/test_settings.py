@@ -1,0 +1,143 @@
+"""Settings from the environment and ``.env``; one-line errors; secrets kept out of logs."""
+
+from __future__ import annotations
+
+import io
+import json
+import logging
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from bot import logs
+from bot.settings import Settings, SettingsError, load_settings
+from tests.conftest import ROOT
+from tests.live import make_pem
+
+NAMES = (
+    "APP_ID",
+    "PRIVATE_KEY",
+    "PRIVATE_KEY_PATH",
+    "WEBHOOK_SECRET",
+    "DATABASE_URL",
+    "REDIS_URL",
+    "WORKERS",
+    "GITHUB_API_URL",
+    "QUEUE_PATH",
+)
+
+
+@pytest.fixture(autouse=True)
+def clean_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    for name in NAMES:
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.chdir(tmp_path)  # no stray .env
+
+
+@pytest.fixture(scope="module")
+def pem() -> str:
+    return make_pem()
+
+
+def test_environment_names_of_the_contract(monkeypatch: pytest.MonkeyPatch, pem: str) -> None:
+    monkeypatch.setenv("APP_ID", "123")
+    monkeypatch.setenv("PRIVATE_KEY", pem.replace("\n", "\\n"))  # one-line form, as in .env files
+    monkeypatch.setenv("WEBHOOK_SECRET", "new-secret, old-secret")
+    monkeypatch.setenv("GITHUB_API_URL", "https://ghe.example/api/v3")
+    monkeypatch.setenv("REDIS_URL", "redis://localhost:6379/0")
+    settings = load_settings("serve")
+    assert settings.app_id == 123
+    assert settings.private_key_pem() == pem
+    assert settings.webhook_secrets == (b"new-secret", b"old-secret")
+    assert settings.github_api_url == "https://ghe.example/api/v3"
+    assert settings.database_url == "sqlite:///threshold-bot.db"
+    assert settings.embedded_queue_path() == Path("threshold-bot-queue.db")
+    assert "new-secret" not in repr(settings) and "BEGIN" not in repr(settings)
+
+
+def test_dotenv_file_and_key_file(tmp_path: Path, pem: str) -> None:
+    key = tmp_path / "app.pem"
+    key.write_text(pem)
+    (tmp_path / ".env").write_text(
+        f"APP_ID=7\nPRIVATE_KEY_PATH={key}\nWEBHOOK_SECRET=s3cret\nWORKERS=4\n"
+        f"DATABASE_URL=sqlite:///{tmp_path / 'x.db'}\n"
+    )
+    settings = load_settings("serve")
+    assert (settings.app_id, settings.workers) == (7, 4)
+    assert settings.private_key_pem() == pem
+    assert settings.embedded_queue_path() == tmp_path / "x-queue.db"
+
+
+@pytest.mark.parametrize(
+    ("env", "message"),
+    [
+        ({}, "APP_ID: required"),
+        ({"APP_ID": "abc"}, "APP_ID: Input should be a valid integer"),
+        ({"APP_ID": "1"}, "PRIVATE_KEY: required"),
+        ({"APP_ID": "1", "PRIVATE_KEY": "not a key"}, "PRIVATE_KEY: not a PEM private key"),
+        ({"APP_ID": "1", "PRIVATE_KEY_PATH": "missing.pem"}, "PRIVATE_KEY_PATH: cannot read"),
+        ({"APP_ID": "1", "PRIVATE_KEY": "PEM"}, "WEBHOOK_SECRET: required"),
+        ({"APP_ID": "1", "PRIVATE_KEY": "PEM", "WEBHOOK_SECRET": "s", "WORKERS": "0"}, "WORKERS"),
+        (
+            {"APP_ID": "1", "PRIVATE_KEY": "PEM", "WEBHOOK_SECRET": "s", "REDIS_URL": "localhost"},
+            "REDIS_URL: expected",
+        ),
+    ],
+)
+def test_problems_name_the_variable(
+    monkeypatch: pytest.MonkeyPatch, pem: str, env: dict[str, str], message: str
+) -> None:
+    for name, value in env.items():
+        monkeypatch.setenv(name, pem if value == "PEM" else value)
+    with pytest.raises(SettingsError) as err:
+        load_settings("serve")
+    assert str(err.value).startswith(message)
+    assert "\n" not in str(err.value)
+
+
+def test_worker_needs_no_webhook_secret(monkeypatch: pytest.MonkeyPatch, pem: str) -> None:
+    monkeypatch.setenv("APP_ID", "1")
+    monkeypatch.setenv("PRIVATE_KEY", pem)
+    assert load_settings("worker").webhook_secrets == ()
+
+
+def test_serve_stops_with_one_line(tmp_path: Path) -> None:
+    env = {k: v for k, v in os.environ.items() if k in ("PATH", "HOME", "LANG")}
+    env["PYTHONPATH"] = str(ROOT)
+    result = subprocess.run(
+        [sys.executable, "-m", "bot.serve", "serve", "--port", "0"],
+        env=env,
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert result.returncode == 2
+    assert result.stderr.strip().splitlines() == ["error: APP_ID: required (the GitHub App's id)"]
+
+
+def test_logs_are_json_and_never_show_secrets(pem: str) -> None:
+    settings = Settings(
+        _env_file=None, webhook_secret="hunter2-secret,other-secret", private_key=pem
+    )  # type: ignore[call-arg]
+    stream = io.StringIO()
+    root = logging.getLogger()
+    saved = (root.handlers[:], root.level)
+    logs.configure("INFO", settings.secret_values())
+    handler = logging.getLogger().handlers[0]
+    assert isinstance(handler, logging.StreamHandler)
+    handler.setStream(stream)
+    log = logging.getLogger("bot.test")
+    log.info("secret is %s", "hunter2-secret", extra={"delivery": "d-1", "key": pem})
+    log.warning("other: other-secret; key line: %s", pem.splitlines()[1])
+    lines = [json.loads(line) for line in stream.getvalue().splitlines()]
+    assert lines[0]["msg"] == "secret is ***" and lines[0]["delivery"] == "d-1"
+    assert lines[0]["key"] == "***"
+    assert lines[1]["level"] == "warning"
+    assert lines[1]["msg"] == "other: ***; key line: ***"
+    assert "other-secret" not in stream.getvalue() and "hunter2" not in stream.getvalue()
+    root.handlers[:], level = saved
+    root.setLevel(level)
