@@ -13,7 +13,7 @@ $(STAMP): pyproject.toml
 	touch $(STAMP)
 
 demo: $(STAMP)
-	$(BIN)/python -m bot.demo
+	$(BIN)/python -m bot.demo_app
 
 lint: $(STAMP)
 	$(BIN)/ruff check bot tests bench

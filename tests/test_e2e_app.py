@@ -1,0 +1,231 @@
+"""End to end: real uvicorn + worker threads + SQLite, the real PyGithub client, FakeGitHub.
+
+GitHub's own webhook payloads (shared fixtures) are patched to point at the fake
+repository, signed, and POSTed to ``/webhook``; the tests then read what the App did
+from the fake's state: the one marked comment, the check run and its buttons.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from bot.github import client_factory
+from bot.history.base import HistoryUnavailable
+from bot.models import History, SourceSpec
+from bot.render import MARKER
+from bot.runtime import Runtime, build
+from bot.store import deliveries
+from bot.web import create_app
+from tests.fakes.github_api import FakeGitHub
+from tests.fakes.github_state import Repo
+from tests.live import SECRET, live_server, make_settings, wait_until
+from tests.test_review_pr import (
+    CONFIG,
+    FILE_SOURCE,
+    HISTORY,
+    RUNS,
+    SCRIPT,
+    SHIFT_AT,
+    history_jsonl,
+    scores,
+    script,
+)
+from tests.webhooks import signed_fixture
+
+INSTALLATION = 7
+REPO = "octo/ml"
+
+
+class NoRemoteHistory:
+    """The history factory of these tests: every gate reads a file in the repository."""
+
+    def fetch(self, spec: SourceSpec) -> History:
+        raise HistoryUnavailable("no remote history in this test")
+
+
+@dataclass
+class App:
+    """The running App and the fake GitHub it talks to."""
+
+    url: str
+    fake: FakeGitHub
+    runtime: Runtime
+    repo: Repo
+
+    def deliver(self, name: str, changes: dict[str, Any]) -> deliveries.Delivery:
+        """POST a signed fixture delivery; wait until the worker has finished it."""
+        body, headers = signed_fixture(name, SECRET, changes)
+        answer = httpx.post(f"{self.url}/webhook", content=body, headers=headers, timeout=30)
+        assert answer.status_code == 202, answer.text
+        delivery_id = headers["X-GitHub-Delivery"]
+
+        def finished() -> bool:
+            found = deliveries.get(self.runtime.sessions, delivery_id)
+            return found is not None and found.status in ("done", "failed")
+
+        wait_until(finished, timeout=60, what=f"{name} delivery to be processed")
+        found = deliveries.get(self.runtime.sessions, delivery_id)
+        assert found is not None
+        return found
+
+    def pull_event(self, action: str, number: int) -> deliveries.Delivery:
+        pr = self.repo.pr(number)
+        return self.deliver(
+            f"pull_request.{action}",
+            {
+                "number": number,
+                "pull_request.number": number,
+                "pull_request.head.sha": pr.head_sha,
+                "pull_request.head.ref": pr.head_ref,
+                "pull_request.base.ref": pr.base_ref,
+                "repository.full_name": REPO,
+                "repository.name": "ml",
+                "repository.owner.login": "octo",
+                "installation.id": INSTALLATION,
+                "sender.login": "alice",
+            },
+        )
+
+
+def arrange(fake: FakeGitHub) -> Repo:
+    """Main: the script (0.56) and config; merged PR #3 shifted the score; 40 runs recorded."""
+    repo = fake.add_repo(
+        REPO, installation_id=INSTALLATION, files={SCRIPT: script("0.56"), CONFIG: FILE_SOURCE}
+    )
+    before = repo.head("main")
+    repo.open_pr(
+        3, head="async", head_files={"train.py": "mode = 'async'\n"}, title="Async rollout"
+    )
+    after = repo.merge_pr(3)
+    commits = [before] * SHIFT_AT + [after] * (RUNS - SHIFT_AT)
+    repo.commit("main", {HISTORY: history_jsonl(commits, scores())}, message="Record CI runs")
+    return repo
+
+
+@pytest.fixture
+def app(tmp_path: Path) -> Iterator[App]:
+    with FakeGitHub() as fake:
+        repo = arrange(fake)
+        settings = make_settings(
+            tmp_path,
+            app_id=fake.app_id,
+            private_key=fake.private_key,
+            github_api_url=fake.base_url,
+        )
+        runtime = build(
+            settings, github=client_factory(settings), history=lambda spec: NoRemoteHistory()
+        )
+        with live_server(create_app(settings, runtime)) as url:
+            yield App(url, fake, runtime, repo)
+        fake.check()
+
+
+def check_runs(app: App, sha: str) -> list[Any]:
+    return [r for r in app.repo.check_runs(sha) if r.name == "threshold-bot"]
+
+
+def test_opened_posts_the_review_comment_and_check_run(app: App) -> None:
+    pr = app.repo.open_pr(7, head="tune", head_files={SCRIPT: script("0.55")})
+    failing = sum(v < 0.55 for v in scores()[-20:])
+
+    delivery = app.pull_event("opened", 7)
+
+    assert (delivery.status, delivery.attempts) == ("done", 1), delivery.last_error
+    (comment,) = app.repo.comments(7)
+    assert comment.user == "threshold-bot[bot]"
+    assert comment.body.startswith(MARKER)
+    assert "Action required" in comment.body
+    assert f"**{failing}**/20" in comment.body  # failures of the proposed value in the window
+    (run,) = check_runs(app, pr.head_sha)
+    assert (run.status, run.conclusion, run.external_id) == ("completed", "action_required", "7")
+    assert [a["identifier"] for a in run.actions] == ["approve"]
+    assert all(len(a["label"]) <= 20 and len(a["description"]) <= 40 for a in run.actions)
+    assert run.output["summary"]
+
+
+def test_regime_table_links_the_pull_that_shifted_the_metric(app: App) -> None:
+    app.repo.open_pr(7, head="tune", head_files={SCRIPT: script("0.50")})
+
+    app.pull_event("opened", 7)
+
+    (comment,) = app.repo.comments(7)
+    assert "Async rollout" in comment.body
+    assert f"/{REPO}/pull/3" in comment.body
+
+
+def test_synchronize_edits_the_comment_and_checks_the_new_head(app: App) -> None:
+    first = app.repo.open_pr(7, head="tune", head_files={SCRIPT: script("0.55")})
+    first_head = first.head_sha
+    app.pull_event("opened", 7)
+    (before,) = app.repo.comments(7)
+    body_before = before.body
+
+    app.repo.commit("tune", {SCRIPT: script("0.50")}, message="Loosen")
+    delivery = app.pull_event("synchronize", 7)
+
+    assert delivery.status == "done", delivery.last_error
+    (after,) = app.repo.comments(7)
+    assert after.id == before.id and after.body != body_before
+    assert "No action needed" in after.body
+    (new_run,) = check_runs(app, app.repo.pr(7).head_sha)
+    assert (new_run.conclusion, new_run.actions) == ("success", [])
+    (old_run,) = check_runs(app, first_head)
+    assert old_run.conclusion == "action_required"
+    assert len(app.fake.requests("POST", f"/repos/{REPO}/issues/7/comments")) == 1
+
+
+def test_history_unavailable_gives_a_neutral_check_and_says_how_to_retry(app: App) -> None:
+    app.repo.commit("main", {CONFIG: FILE_SOURCE.replace(HISTORY, "ci/gone.jsonl")})
+    pr = app.repo.open_pr(7, head="tune", head_files={SCRIPT: script("0.50")})
+
+    app.pull_event("opened", 7)
+
+    (comment,) = app.repo.comments(7)
+    assert "ci/gone.jsonl" in comment.body and "/threshold-bot retry" in comment.body
+    (run,) = check_runs(app, pr.head_sha)
+    assert (run.conclusion, run.actions) == ("neutral", [])
+
+
+def test_5xx_on_the_comment_is_retried_without_a_duplicate(app: App) -> None:
+    app.repo.open_pr(7, head="tune", head_files={SCRIPT: script("0.55")})
+    app.fake.fail_next("POST", r"/issues/7/comments$", status=502, times=2)
+
+    delivery = app.pull_event("opened", 7)
+
+    assert (delivery.status, delivery.attempts) == ("done", 2), delivery.last_error
+    assert len(app.repo.comments(7)) == 1
+    posts = app.fake.requests("POST", f"/repos/{REPO}/issues/7/comments")
+    assert [p.status for p in posts] == [502, 502, 201]
+
+
+def test_rerun_of_the_check_reviews_again(app: App) -> None:
+    pr = app.repo.open_pr(7, head="tune", head_files={SCRIPT: script("0.55")})
+    app.pull_event("opened", 7)
+    (run,) = check_runs(app, pr.head_sha)
+    patches = len(app.fake.requests("PATCH", f"/repos/{REPO}/check-runs/{run.id}"))
+
+    delivery = app.deliver(
+        "check_run.rerequested",
+        {
+            "check_run.id": run.id,
+            "check_run.name": "threshold-bot",
+            "check_run.head_sha": pr.head_sha,
+            "check_run.external_id": "7",
+            "check_run.pull_requests": [],  # as for a branch in a fork
+            "check_run.app.id": app.fake.app_id,
+            "repository.full_name": REPO,
+            "installation.id": INSTALLATION,
+            "sender.login": "alice",
+        },
+    )
+
+    assert delivery.status == "done", delivery.last_error
+    assert len(check_runs(app, pr.head_sha)) == 1 and len(app.repo.comments(7)) == 1
+    after = app.fake.requests("PATCH", f"/repos/{REPO}/check-runs/{run.id}")
+    assert len(after) == patches + 1
