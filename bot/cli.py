@@ -12,18 +12,24 @@ from collections.abc import Sequence
 from enum import StrEnum
 from pathlib import Path
 from typing import Annotated, Any, NoReturn
+from urllib.parse import urlsplit
 
 import typer
 from pydantic import ValidationError
 from rich.console import Console
 from typer.core import TyperGroup
 
-from bot.analysis.review import build_review
+from bot.analysis.review import build_review, unavailable_review
+from bot.attribution import attribute
 from bot.config import ConfigError, RepoConfig, parse_config
-from bot.history.base import HistoryError
+from bot.github import DEFAULT_API_URL, token_client
+from bot.history.base import HistoryError, HistoryNotFound
 from bot.history.files import read_history
-from bot.models import Review, RuleSettings, ThresholdFile
+from bot.history.sync import sync_command
+from bot.models import GateChange, History, Review, RuleSettings, ThresholdFile, UnboundVariable
 from bot.render import render_comment, render_json
+from bot.serve import serve_command, worker_command
+from bot.settings import SettingsError
 from bot.terminal import review_table
 from bot.thresholds.diff import diff_gates
 from bot.thresholds.discover import find_gates
@@ -150,8 +156,23 @@ def _threshold_file(path: Path, label: str, config: RepoConfig) -> ThresholdFile
         raise UsageProblem(str(exc)) from None
 
 
+def read_gate_changes(
+    file: Path, base: Path | None, config: RepoConfig, label: str | None = None
+) -> tuple[list[GateChange], tuple[UnboundVariable, ...]]:
+    """The gates of ``file`` against ``base`` (none: an audit, every gate unchanged)."""
+    name = label or file.as_posix()
+    head = _threshold_file(file, name, config)
+    if head is None or not head.gates:
+        unbound = ", ".join(u.name for u in head.unbound) if head else ""
+        hint = f" ({unbound}: not used in a '<metric> <op> $NAME' comparison)" if unbound else ""
+        raise UsageProblem(f"{name}: no threshold gates found{hint}")
+    if base is None:
+        return diff_gates(head, head), head.unbound
+    return diff_gates(_threshold_file(base, name, config), head), head.unbound
+
+
 def review_files(
-    history_path: Path,
+    history_path: Path | History,
     file: Path,
     base: Path | None = None,
     *,
@@ -161,29 +182,70 @@ def review_files(
     label: str | None = None,
 ) -> Review:
     """Review the threshold ``file`` (as proposed; ``base`` before the change) against the
-    history file.  ``label`` is the file's repository path (default: ``file`` as given)."""
+    history (a file path, or runs already read).  ``label`` is the file's repository path
+    (default: ``file`` as given)."""
     config = config or RepoConfig()
-    name = label or file.as_posix()
-    head = _threshold_file(file, name, config)
-    if head is None or not head.gates:
-        unbound = ", ".join(u.name for u in head.unbound) if head else ""
-        hint = f" ({unbound}: not used in a '<metric> <op> $NAME' comparison)" if unbound else ""
-        raise UsageProblem(f"{name}: no threshold gates found{hint}")
-    if base is None:
-        changes = diff_gates(head, head)  # an audit: every gate unchanged
+    changes, unbound = read_gate_changes(file, base, config, label)
+    if isinstance(history_path, History):
+        history = history_path
     else:
-        changes = diff_gates(_threshold_file(base, name, config), head)
-    try:
-        history = read_history(history_path, skip_bad_lines=skip_bad_lines)
-    except HistoryError as exc:
-        raise UsageProblem(str(exc)) from None
+        try:
+            history = read_history(history_path, skip_bad_lines=skip_bad_lines)
+        except HistoryError as exc:
+            raise UsageProblem(str(exc)) from None
     return build_review(
         changes,
         history,
         rule=rule or config.rule,
         regime_settings=config.regimes,
-        unbound=head.unbound,
+        unbound=unbound,
     )
+
+
+def _review(
+    history: Path | None,
+    wandb: str | None,
+    file: Path,
+    base: Path | None,
+    config: RepoConfig,
+    rule: RuleSettings,
+    skip_bad_lines: bool,
+) -> Review:
+    """The review of the CLI: history from a file, or from W&B (an outage gives ``neutral``)."""
+    if (history is None) == (wandb is None):
+        raise UsageProblem("give exactly one of --history FILE and --wandb ENTITY/PROJECT")
+    if history is not None:
+        return review_files(
+            history, file, base, config=config, rule=rule, skip_bad_lines=skip_bad_lines
+        )
+    from bot.history.sync import wandb_history
+
+    changes, unbound = read_gate_changes(file, base, config)
+    try:
+        runs = wandb_history(str(wandb), spec=config.source(None))
+    except (ValueError, HistoryNotFound, SettingsError) as exc:
+        raise UsageProblem(str(exc)) from None
+    except HistoryError as exc:
+        return unavailable_review(changes, str(exc), rule=rule, unbound=unbound)
+    return build_review(changes, runs, rule=rule, regime_settings=config.regimes, unbound=unbound)
+
+
+def _attribute(review: Review, repo: str, token: str | None, api_url: str) -> Review:
+    """Link regime changes to the PRs of ``repo`` (``--repo``), reading GitHub with ``token``."""
+    if not token:
+        raise UsageProblem("--repo needs a GitHub token: set GITHUB_TOKEN or --github-token")
+    if repo.count("/") != 1 or not all(repo.split("/")):
+        raise UsageProblem(f"--repo {repo!r}: expected OWNER/NAME")
+    return attribute(token_client(token, base_url=api_url), repo, review)
+
+
+def web_url(api_url: str, repo: str) -> str:
+    """The web address of ``repo`` for an API base URL (github.com or Enterprise Server)."""
+    parts = urlsplit(api_url)
+    if parts.hostname == "api.github.com":
+        return f"https://github.com/{repo}"
+    root = parts.path.rstrip("/").removesuffix("/api/v3")
+    return f"{parts.scheme}://{parts.netloc}{root}/{repo}"
 
 
 # --------------------------------------------------------------------------- commands
@@ -191,8 +253,14 @@ def review_files(
 
 @app.command()
 def review(
-    history: Annotated[Path, typer.Option(help="Run history: a .jsonl or .csv file.")],
     file: Annotated[Path, typer.Option(help="The threshold file as the PR proposes it.")],
+    history: Annotated[
+        Path | None, typer.Option(help="Run history: a .jsonl or .csv file.")
+    ] = None,
+    wandb: Annotated[
+        str | None,
+        typer.Option(help="Read the history from W&B instead: ENTITY/PROJECT (WANDB_* settings)."),
+    ] = None,
     base: Annotated[
         Path | None, typer.Option(help="The same file before the PR (omit: audit the file).")
     ] = None,
@@ -216,23 +284,36 @@ def review(
     skip_bad_lines: Annotated[
         bool, typer.Option(help="Skip (and count) malformed history lines.")
     ] = False,
+    repo: Annotated[
+        str | None,
+        typer.Option(help="OWNER/NAME: link regime changes to the PRs merged there (GitHub)."),
+    ] = None,
+    github_token: Annotated[
+        str | None,
+        typer.Option(envvar="GITHUB_TOKEN", help="Token for --repo.", show_default=False),
+    ] = None,
+    github_api_url: Annotated[
+        str, typer.Option(envvar="GITHUB_API_URL", help="GitHub REST base URL (Enterprise).")
+    ] = DEFAULT_API_URL,
 ) -> None:
     """Review a threshold file against a run history."""
     try:
         repo_config = load_config(config)
-        result = review_files(
-            history,
-            file,
-            base,
-            config=repo_config,
-            rule=rule_settings(repo_config, window, allowance),
-            skip_bad_lines=skip_bad_lines,
-        )
+        rule = rule_settings(repo_config, window, allowance)
+        result = _review(history, wandb, file, base, repo_config, rule, skip_bad_lines)
+        repo_url = None
+        if repo is not None:
+            result = _attribute(result, repo, github_token, github_api_url)
+            repo_url = web_url(github_api_url, repo)
         if output_format is None and output is None and sys.stdout.isatty():
             Console().print(review_table(result))
         else:
             fmt = output_format or OutputFormat.markdown
-            text = render_json(result) if fmt is OutputFormat.json else render_comment(result)
+            text = (
+                render_json(result)
+                if fmt is OutputFormat.json
+                else render_comment(result, repo_url=repo_url, app_mode=True)
+            )
             _write(text, output)
     except UsageProblem as exc:
         _fail(str(exc))
@@ -249,3 +330,9 @@ def _write(text: str, output: Path | None) -> None:
         output.write_text(text, encoding="utf-8")
     except OSError as exc:
         raise UsageProblem(f"--output {output}: cannot be written ({exc.strerror})") from None
+
+
+# Commands whose implementation lives with its concern.
+app.command("sync")(sync_command)
+app.command("serve")(serve_command)
+app.command("worker")(worker_command)
