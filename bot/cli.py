@@ -21,6 +21,7 @@ from typer.core import TyperGroup
 
 from bot.analysis.review import build_review, unavailable_review
 from bot.attribution import attribute
+from bot.audit_cli import audit_command
 from bot.config import ConfigError, RepoConfig, parse_config
 from bot.github import DEFAULT_API_URL, token_client
 from bot.history.base import HistoryError, HistoryNotFound
@@ -336,3 +337,4 @@ def _write(text: str, output: Path | None) -> None:
 app.command("sync")(sync_command)
 app.command("serve")(serve_command)
 app.command("worker")(worker_command)
+app.command("audit")(audit_command)

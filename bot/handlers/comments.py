@@ -1,0 +1,206 @@
+"""``issue_comment`` events: slash commands in PR comments.
+
+Only new comments (``created``) on pull requests count: an edit could otherwise
+re-run a command someone already ran, and comments on plain issues or by bots are
+ignored.  A comment with a command gets an 👀 reaction at once, then:
+
+- ``/threshold-bot help`` → the help; ``/threshold-bot retry`` → a fresh review;
+- ``/rebaseline …`` → if the sender (checked every time) has the permission the
+  repository config asks for, ``bot.apply_rebaseline``; then a reply with old → new
+  per gate, and a re-review of the new head so the comment and check are current;
+- a command that cannot be parsed → a reply saying what is wrong.
+
+Every command is recorded in the audit log.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict
+
+from bot.apply_rebaseline import RebaselineError, RebaselineResult, rebaseline
+from bot.commands import HELP_TEXT, Command, command_lines, parse_comment
+from bot.handlers.context import GitHubClient, HandlerContext
+from bot.handlers.pull_request import run_review
+from bot.handlers.respond import permitted, record, refuse, reply
+from bot.markdown import escape
+from bot.replies import problems, rebaseline_reply
+from bot.router import router
+
+
+class _Loose(BaseModel):
+    model_config = ConfigDict(extra="ignore", frozen=True)
+
+
+class _User(_Loose):
+    login: str
+    type: str = "User"
+
+
+class _Issue(_Loose):
+    number: int
+    pull_request: dict[str, Any] | None = None
+
+
+class _Comment(_Loose):
+    id: int
+    body: str | None = None
+    user: _User
+
+
+class _Repository(_Loose):
+    full_name: str
+
+
+class IssueCommentEvent(_Loose):
+    """The fields of an ``issue_comment`` delivery the bot uses."""
+
+    action: str
+    issue: _Issue
+    comment: _Comment
+    repository: _Repository
+    sender: _User
+
+
+def is_bot(user: _User) -> bool:
+    """Whether a GitHub account is a bot (Apps, dependabot …): their comments are ignored."""
+    return user.type == "Bot" or user.login.lower().endswith("[bot]")
+
+
+@router.register("issue_comment", "created")
+def on_comment(ctx: HandlerContext, payload: dict[str, Any]) -> None:
+    """Run the slash commands of a new PR comment."""
+    event = IssueCommentEvent.model_validate(payload)
+    if event.issue.pull_request is None or is_bot(event.sender) or is_bot(event.comment.user):
+        return
+    body = event.comment.body or ""
+    parsed = parse_comment(body)
+    if not parsed.commands and not parsed.problems:
+        return
+    gh = ctx.installation_client()
+    repo, number, sender = event.repository.full_name, event.issue.number, event.sender.login
+    gh.add_reaction(repo, event.comment.id, "eyes")
+    if parsed.problems:
+        reply(ctx, gh, repo, number, "problems", problems(parsed.problems))
+        for problem in parsed.problems:
+            record(
+                ctx,
+                repo=repo,
+                number=number,
+                actor=sender,
+                action="command",
+                outcome="invalid",
+                detail={"problem": problem.message},
+                message=problem.text,
+            )
+    lines = dict(command_lines(body))
+    for command in parsed.commands:
+        text = lines.get(command.line, f"/{command.kind}")[:200]
+        run_command(ctx, gh, repo, number, sender, command, text)
+
+
+def run_command(
+    ctx: HandlerContext,
+    gh: GitHubClient,
+    repo: str,
+    number: int,
+    sender: str,
+    command: Command,
+    text: str,
+) -> None:
+    """Run one parsed command for ``sender`` on PR ``number``."""
+    key = f"line-{command.line}"
+    if command.kind == "help":
+        reply(ctx, gh, repo, number, key, HELP_TEXT)
+        outcome = "done"
+    elif command.kind == "retry":
+        review = run_review(ctx, repo, number)
+        if review.status == "skipped":
+            reply(ctx, gh, repo, number, key, f"Nothing to review: {escape(review.reason)}.")
+        outcome = review.status
+    else:
+        run_rebaseline(ctx, gh, repo, number, sender, command, text)
+        return
+    record(
+        ctx,
+        repo=repo,
+        number=number,
+        actor=sender,
+        action=command.kind,
+        outcome=outcome,
+        message=text,
+    )
+
+
+def run_rebaseline(
+    ctx: HandlerContext,
+    gh: GitHubClient,
+    repo: str,
+    number: int,
+    sender: str,
+    command: Command,
+    text: str,
+) -> None:
+    """``/rebaseline``: permission check of the sender, apply, re-review, reply, audit."""
+    key = f"line-{command.line}"
+    pull = gh.pull(repo, number)
+    allowed, level, required = permitted(gh, repo, pull.base_sha, sender, "rebaseline")
+    if not allowed:
+        refuse(
+            ctx,
+            gh,
+            repo,
+            number,
+            key=key,
+            user=sender,
+            action="rebaseline",
+            level=level,
+            required=required,
+            message=text,
+        )
+        return
+    try:
+        result = rebaseline(gh, repo, number, command, by=sender, remote_history=ctx.history)
+    except RebaselineError as exc:
+        reply(ctx, gh, repo, number, key, f"**/rebaseline** did not run: {exc}.")
+        record(
+            ctx,
+            repo=repo,
+            number=number,
+            actor=sender,
+            action="rebaseline",
+            outcome="failed",
+            detail={"reason": str(exc)},
+            message=text,
+        )
+        return
+    if result.mode == "committed":
+        run_review(ctx, repo, number)  # our own push's synchronize event is ignored
+    reply(ctx, gh, repo, number, key, rebaseline_reply(result))
+    record(
+        ctx,
+        repo=repo,
+        number=number,
+        actor=sender,
+        action="rebaseline",
+        outcome=result.mode,
+        detail=audit_detail(result),
+        message=text,
+    )
+    ctx.log.info("/rebaseline on %s#%d by %s: %s", repo, number, sender, result.mode)
+
+
+def audit_detail(result: RebaselineResult) -> dict[str, Any]:
+    """What the audit log keeps of a rebaseline: gates old → new, commits, review, rule."""
+    return {
+        "gates": {
+            f"{plan.path}:{edit.gate.name}": [edit.gate.literal, edit.new_literal]
+            for plan in result.changed
+            for edit in plan.edits
+        },
+        "commits": list(result.commits),
+        "review_id": result.review_id,
+        "rule": {"allowance": result.rule.allowance, "window": str(result.rule.window)},
+        "unknown": list(result.unknown),
+    }

@@ -1,0 +1,105 @@
+"""What the command and approval handlers share: replies, permission checks, audit entries.
+
+Handlers run at least once per delivery, so each of these is idempotent: a reply is
+found again by its marker (delivery id and key) and edited, and an audit entry is
+written once per delivery, action and message.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from sqlalchemy import select
+
+from bot.handlers.context import GitHubClient, HandlerContext
+from bot.permissions import allows
+from bot.replies import refusal, reply_marker
+from bot.review_pr import load_config
+from bot.store import audit
+from bot.store.audit import AuditEntry
+
+Action = Literal["rebaseline", "approve"]  # the actions ``PermissionSettings`` guards
+
+
+def reply(
+    ctx: HandlerContext, gh: GitHubClient, repo: str, number: int, key: str, text: str
+) -> None:
+    """Post (or, on a retried delivery, edit) the reply ``key`` of this delivery."""
+    marker = reply_marker(f"{ctx.delivery.id}:{key}")
+    gh.upsert_comment(repo, number, f"{marker}\n{text}", marker)
+
+
+def permitted(
+    gh: GitHubClient, repo: str, base_sha: str, user: str, action: Action
+) -> tuple[bool, str, str]:
+    """Whether ``user`` may do ``action`` (``rebaseline``/``approve``) on ``repo``.
+
+    The least level comes from the repository config at the PR's base; the user's level
+    is asked of GitHub each time.  Returns (allowed, user's level, required level).
+    """
+    config, _ = load_config(gh, repo, base_sha)
+    required: str = getattr(config.permissions, action)
+    level: str = gh.permission(repo, user)
+    return allows(level, required), level, required
+
+
+def refuse(
+    ctx: HandlerContext,
+    gh: GitHubClient,
+    repo: str,
+    number: int,
+    *,
+    key: str,
+    user: str,
+    action: Action,
+    level: str,
+    required: str,
+    message: str,
+) -> None:
+    """Reply with a polite refusal naming the required permission, and audit it."""
+    reply(ctx, gh, repo, number, key, refusal(user, action, required, level))
+    record(
+        ctx,
+        repo=repo,
+        number=number,
+        actor=user,
+        action=action,
+        outcome="refused",
+        detail={"level": level, "required": required},
+        message=message,
+    )
+
+
+def record(
+    ctx: HandlerContext,
+    *,
+    repo: str,
+    number: int | None,
+    actor: str,
+    action: str,
+    outcome: str,
+    detail: dict[str, Any] | None = None,
+    message: str = "",
+) -> None:
+    """Add an audit entry, once per delivery, action and ``message`` (a retry adds none)."""
+    with ctx.sessions.begin() as session:
+        seen = session.scalars(
+            select(AuditEntry.id).where(
+                AuditEntry.delivery_id == ctx.delivery.id,
+                AuditEntry.action == action,
+                AuditEntry.message == message,
+            )
+        ).first()
+        if seen is not None:
+            return
+        audit.record(
+            session,
+            repo=repo,
+            pr_number=number,
+            actor=actor,
+            action=action,
+            outcome=outcome,
+            detail=detail,
+            delivery_id=ctx.delivery.id,
+            message=message,
+        )

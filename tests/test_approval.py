@@ -1,0 +1,94 @@
+"""The approval decision (pure) and its lookup from a real SQLite store across restarts."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+
+from bot.approval import apply_approval, approval_note, gate_values, stored_approvals
+from bot.config import RepoConfig
+from bot.models import Conclusion
+from bot.store import approvals
+from bot.store.approvals import Approval, gate_key
+from bot.store.db import init_db, make_engine
+from bot.thresholds.discover import find_gates
+from tests.test_review_pr import SCRIPT, script
+
+WHEN = datetime(2026, 12, 2, 9, 30, tzinfo=UTC)
+
+
+def values_of(value: str) -> dict[str, float]:
+    tf = find_gates(SCRIPT, script(value), RepoConfig())
+    assert tf is not None
+    return gate_values([tf])
+
+
+def approval(values: dict[str, float], who: str = "maya") -> Approval:
+    return Approval(
+        repo="o/r", pr_number=7, head_sha="a" * 40, approver=who, approved_at=WHEN,
+        gate_values=values,
+    )  # fmt: skip
+
+
+def test_gate_values_are_keyed_by_file_and_name() -> None:
+    assert values_of("0.55") == {gate_key(SCRIPT, "EVAL_ACC_MIN_VALUE"): 0.55}
+
+
+def test_approval_of_the_same_values_turns_action_required_into_success() -> None:
+    values = values_of("0.55")
+
+    conclusion, note = apply_approval("action_required", values, approval(values))
+
+    assert conclusion == "success"
+    assert note == "Approved by @maya on 2026-12-02" == approval_note(approval(values))
+
+
+def test_a_changed_value_needs_a_new_approval() -> None:
+    conclusion, note = apply_approval(
+        "action_required", values_of("0.54"), approval(values_of("0.55"))
+    )
+    assert (conclusion, note) == ("action_required", None)
+
+
+def test_a_gate_added_after_the_approval_is_not_covered() -> None:
+    values = values_of("0.55")
+    more = {**values, gate_key("ci/other.sh", "LOSS_MAX"): 0.3}
+    assert apply_approval("action_required", more, approval(values)) == ("action_required", None)
+
+
+@pytest.mark.parametrize("conclusion", ["neutral", "success"])
+def test_only_action_required_is_ever_changed(conclusion: Conclusion) -> None:
+    values = values_of("0.55")
+    assert apply_approval(conclusion, values, approval(values)) == (conclusion, None)
+
+
+def test_no_approval_or_no_gates_changes_nothing() -> None:
+    assert apply_approval("action_required", values_of("0.55"), None) == ("action_required", None)
+    assert apply_approval("action_required", {}, approval({})) == ("action_required", None)
+
+
+def test_stored_approval_is_found_after_a_restart_and_the_newest_wins(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path / 'state.db'}"
+    old, new = values_of("0.55"), values_of("0.54")
+    with init_db(make_engine(url)).begin() as session:
+        approvals.approve(
+            session, repo="o/r", pr_number=7, head_sha="a" * 40, approver="maya",
+            gate_values=old, at=WHEN,
+        )  # fmt: skip
+        approvals.approve(
+            session, repo="o/r", pr_number=7, head_sha="b" * 40, approver="omar",
+            gate_values=new, at=WHEN.replace(hour=10),
+        )  # fmt: skip
+
+    lookup = stored_approvals(init_db(make_engine(url)))  # a new engine: as after a restart
+    found = lookup("o/r", 7)
+
+    assert found is not None and found.approver == "omar"
+    assert apply_approval("action_required", new, found) == (
+        "success",
+        "Approved by @omar on 2026-12-02",
+    )
+    assert apply_approval("action_required", old, found) == ("action_required", None)
+    assert lookup("o/r", 8) is None and lookup("o/other", 7) is None
