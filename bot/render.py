@@ -382,13 +382,22 @@ def _render(template: str, context: dict[str, object]) -> str:
     return text.strip() + "\n"
 
 
-def render_comment(review: Review, *, repo_url: str | None = None, app_mode: bool = False) -> str:
+def render_comment(
+    review: Review,
+    *,
+    repo_url: str | None = None,
+    app_mode: bool = False,
+    approved: str | None = None,
+) -> str:
     """The PR comment (contract section 6), starting with the hidden marker.
 
     ``app_mode`` words the "what to do" part for the App (``/rebaseline``, the approve
-    button); otherwise it names the edits to make by hand.
+    button); otherwise it names the edits to make by hand.  ``approved`` is the note of a
+    maintainer approval that covers the proposed values (shown under the verdict).
     """
-    text = _render("comment.md.j2", _context(review, repo_url, app_mode))
+    context = _context(review, repo_url, app_mode)
+    context["approved"] = approved
+    text = _render("comment.md.j2", context)
     return truncate(text, GITHUB_TEXT_LIMIT, _TRUNCATED)
 
 

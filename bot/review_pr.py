@@ -298,13 +298,13 @@ def publish(
     """
     pull = found.pull
     repo_url = pull.url.rsplit("/pull/", 1)[0]
-    body = render_comment(review, repo_url=repo_url, app_mode=True)
+    conclusion, approved = apply_approval(review.conclusion, gate_values(found.files), approval)
+    body = render_comment(review, repo_url=repo_url, app_mode=True, approved=approved)
     comment = gh.upsert_comment(repo, pull.number, body, MARKER)
     output = render_check(review, repo_url=repo_url)
     title = output.title
     if found.errors:
         title = f"Cannot read {found.errors[0].split(': ', 1)[0]}"[:255]
-    conclusion, approved = apply_approval(review.conclusion, gate_values(found.files), approval)
     check = gh.upsert_check_run(
         repo,
         pull.head_sha,

@@ -343,6 +343,8 @@ def test_approval_by_maintainer_survives_pushes_that_keep_the_gates(app: App) ->
     assert approved.output["title"] == f"Approved by @{MAINTAINER} on {today}"
     assert approved.output["summary"].startswith(f"✅ Approved by @{MAINTAINER} on {today}.")
     assert "gate needs attention" in approved.output["summary"]  # the review is kept below
+    (review_comment,) = [c for c in app.repo.comments(21) if "threshold-bot:review" in c.body]
+    assert f"Approved by @&#8203;{MAINTAINER} on {today}" in review_comment.body  # no mention
 
     # a push that leaves every gate value alone keeps the approval
     app.repo.commit("tune-21", {"train.py": "mode = 'sync'\n"}, message="Unrelated")
@@ -356,6 +358,8 @@ def test_approval_by_maintainer_survives_pushes_that_keep_the_gates(app: App) ->
     reset = our_check(app, app.repo.pr(21).head_sha)
     assert reset.conclusion == "action_required"
     assert [a["identifier"] for a in reset.actions] == ["approve"]
+    (review_comment,) = [c for c in app.repo.comments(21) if "threshold-bot:review" in c.body]
+    assert "Approved by" not in review_comment.body
 
 
 # --------------------------------------------------------------------------- audit
