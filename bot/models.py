@@ -244,9 +244,12 @@ class RegimeSettings(Frozen):
     """Sensitivity of the regime detector (repository config ``regimes:``)."""
 
     min_regime_runs: int = Field(default=5, ge=2)
-    min_effect_sigma: float = Field(default=3.0, gt=0)
+    min_effect_sigma: float = Field(default=2.0, gt=0)  # 3.0 missed half the 3-sigma steps
     min_relative_change: float = Field(default=0.0, ge=0)
     merge_distance: int = Field(default=3, ge=0)
+    # per-metric search: BIC-like penalty (times log n); bad runs beyond outlier_sigma are ignored
+    penalty: float = Field(default=3.0, gt=0)
+    outlier_sigma: float = Field(default=3.0, gt=0)
 
 
 class RuleSettings(Frozen):
