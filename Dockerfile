@@ -16,7 +16,7 @@ WORKDIR /app
 # Dependencies first, so code changes reuse this layer.
 COPY pyproject.toml README.md ./
 COPY bot/__init__.py bot/__init__.py
-RUN pip install --no-cache-dir -e ".[redis]"
+RUN pip install --no-cache-dir -e ".[redis,mlflow]"
 # The code and the templates (found next to the package, hence the editable install).
 COPY bot ./bot
 COPY templates ./templates

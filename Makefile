@@ -28,7 +28,7 @@ pytest: $(STAMP)
 test: lint typecheck pytest
 
 bench: $(STAMP)
-	$(BIN)/pip install -q apache-otava
+	$(BIN)/pip install -q -e '.[dev,redis,bench]'
 	for f in bench/bench_*.py bench/regimes/bench_*.py; do $(BIN)/python $$f || exit 1; done
 
 clean:

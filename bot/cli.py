@@ -147,7 +147,8 @@ def rule_settings(config: RepoConfig, window: str | None, allowance: float | Non
     except ValidationError as exc:
         err = exc.errors()[0]
         where = ".".join(str(p) for p in err["loc"]) or "rule"
-        raise UsageProblem(f"--{where}: {err['msg']}") from None
+        message = str(err["msg"]).removeprefix("Value error, ")
+        raise UsageProblem(f"--{where}: {message}") from None
 
 
 def _threshold_file(path: Path, label: str, config: RepoConfig) -> ThresholdFile | None:

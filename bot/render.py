@@ -24,7 +24,13 @@ from bot.markdown import Markdown, bold, code, escape, join, link, truncate
 from bot.models import Change, GateReview, Regime, Review, WindowInfo
 
 MARKER = "<!-- threshold-bot:review -->"
-TEMPLATES = Path(__file__).resolve().parent.parent / "templates"
+_SOURCE_TEMPLATES = Path(__file__).resolve().parent.parent / "templates"
+# a checkout (or editable install) reads templates/ in place; a wheel ships them in bot/templates
+TEMPLATES = (
+    _SOURCE_TEMPLATES
+    if _SOURCE_TEMPLATES.is_dir()
+    else Path(__file__).resolve().parent / "templates"
+)
 GITHUB_TEXT_LIMIT = 65_535  # check-run summary / text, and (minus one) an issue comment body
 TITLE_LIMIT = 100
 FOLD_GATES = 12  # more gates than this: the gates table is folded into <details>

@@ -151,7 +151,13 @@ class MlflowSource:
             raise HistoryNotFound("no MLflow experiment given: name it in the repository config")
         where = f"experiment {spec.experiment!r} at {uri}"
         prepare_environment()
-        from mlflow.tracking import MlflowClient
+        try:
+            from mlflow.tracking import MlflowClient
+        except ImportError:
+            raise HistoryUnavailable(
+                f"{spec.describe()}: this server has no MLflow client; "
+                "install threshold-bot with the 'mlflow' extra"
+            ) from None
 
         with self._lock, self._translated(where):
             client = MlflowClient(tracking_uri=uri)
