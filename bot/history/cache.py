@@ -14,7 +14,7 @@ filters or summary keys start a fresh cache.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
@@ -59,11 +59,21 @@ def tracking(spec: SourceSpec) -> SourceSpec:
 
 
 class CachedSource:
-    """Serves histories from the run cache, syncing it from ``upstream`` first."""
+    """Serves histories from the run cache, syncing it from ``upstream`` first.
 
-    def __init__(self, sessions: sessionmaker[Session], upstream: RunFetcher) -> None:
+    ``resolve`` completes a spec before it is used (e.g. the server's default W&B
+    entity), so the cache key and the history's name say what was actually read.
+    """
+
+    def __init__(
+        self,
+        sessions: sessionmaker[Session],
+        upstream: RunFetcher,
+        resolve: Callable[[SourceSpec], SourceSpec] | None = None,
+    ) -> None:
         self.sessions = sessions
         self.upstream = upstream
+        self.resolve = resolve or (lambda spec: spec)
 
     def fetch(self, spec: SourceSpec) -> History:
         """Sync ``spec`` incrementally, then return every cached run of it."""
@@ -72,6 +82,7 @@ class CachedSource:
 
     def cached(self, spec: SourceSpec) -> History:
         """The cached runs of ``spec`` without asking the upstream."""
+        spec = self.resolve(spec)
         with self.sessions() as session:
             runs = store.load_runs(session, store.source_key(spec))
         return make_history((r for r in runs if r.run.state in spec.states), spec.describe())
@@ -80,6 +91,7 @@ class CachedSource:
         self, spec: SourceSpec, *, full: bool = False, progress: Progress | None = None
     ) -> SyncResult:
         """Bring the cache of ``spec`` up to date; raise ``HistoryError`` on failure."""
+        spec = self.resolve(spec)
         key = store.source_key(spec)
         with self.sessions() as session:
             empty = store.count_runs(session, key) == 0

@@ -24,7 +24,7 @@ from bot.history.cache import CachedSource, SyncResult
 from bot.history.mlflow_source import MlflowSource
 from bot.history.remote import Progress as ProgressCallback
 from bot.history.remote import SourceRun
-from bot.history.wandb_source import WandbSource
+from bot.history.wandb_source import WandbSource, with_entity
 from bot.models import History, SourceSpec
 from bot.settings import Settings, SettingsError, load_settings
 from bot.store.db import init_db, make_engine
@@ -74,10 +74,15 @@ def wandb_source(settings: Settings) -> WandbSource:
 def cached_source(
     settings: Settings, sessions: sessionmaker[Session] | None = None
 ) -> CachedSource:
-    """A cached W&B + MLflow source over the store of ``settings`` (or ``sessions``)."""
+    """A cached W&B + MLflow source over the store of ``settings`` (or ``sessions``).
+
+    W&B specs without an entity are cached under ``WANDB_ENTITY``'s, so that changing
+    it never mixes two projects' runs, and reviews name the project they read.
+    """
     if sessions is None:
         sessions = init_db(make_engine(settings.database_url))
-    return CachedSource(sessions, RemoteSources(wandb_source(settings), MlflowSource()))
+    upstream = RemoteSources(wandb_source(settings), MlflowSource())
+    return CachedSource(sessions, upstream, lambda spec: with_entity(spec, settings.wandb_entity))
 
 
 def sync_sources(

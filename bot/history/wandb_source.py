@@ -151,6 +151,13 @@ def failure_reason(message: str, timeout: float) -> str:
     return f"W&B request failed: {message.strip().splitlines()[0] if message.strip() else '?'}"
 
 
+def with_entity(spec: SourceSpec, default_entity: str | None) -> SourceSpec:
+    """A W&B ``spec`` with ``default_entity`` (``WANDB_ENTITY``) filled in when it names none."""
+    if spec.kind != "wandb" or spec.entity or not default_entity:
+        return spec
+    return spec.model_copy(update={"entity": default_entity})
+
+
 # --------------------------------------------------------------------------- adapter
 
 
@@ -285,7 +292,7 @@ class WandbSource:
                 f"({exc}); check WANDB_API_KEY on the server"
             ) from exc
         except (WandbApiFailedError, CommError, UsageError) as exc:
-            reason = failure_reason(str(exc), self.timeout)
+            reason = failure_reason(_message(exc), self.timeout)
             raise HistoryUnavailable(f"W&B history unavailable for {where}: {reason}") from exc
         except ValueError as exc:
             if "could not find project" not in str(exc).lower():
@@ -294,6 +301,17 @@ class WandbSource:
                 f"W&B project {where} not found: check entity and project in the repository "
                 "config, and that the server's API key can read it"
             ) from exc
+
+
+def _message(exc: Exception) -> str:
+    """The error's message, led by the HTTP status wandb-core reports apart from it.
+
+    wandb-core puts only the response body's message in a non-retried failure
+    (a 401 reads "injected fault" or "permission denied"); the status is in
+    ``exc.response.http_status`` (0 when none).
+    """
+    status = getattr(getattr(exc, "response", None), "http_status", 0)
+    return f"HTTP {status}: {exc}" if isinstance(status, int) and status > 0 else str(exc)
 
 
 def _attrs(run: Any) -> dict[str, Any]:
