@@ -4,7 +4,8 @@ Embedded by default (``SqliteHuey`` in a file next to the database, consumed by
 worker threads inside the ``serve`` process); with ``REDIS_URL`` set, ``RedisHuey``
 so workers on several hosts share the jobs.  The queue is only transport: the
 deliveries table decides what still has to run (see ``bot.worker``), so a job
-lost with a killed process, or enqueued twice, does no harm.
+lost with a killed process, or enqueued twice, does no harm.  A job carries one
+delivery id, or several (``enqueue_many``: a burst of webhooks costs one write).
 """
 
 from __future__ import annotations
@@ -52,10 +53,18 @@ class JobQueue:
         self._task = huey.task(name=TASK_NAME)(self._run)
         self._periodic = False  # set by ``every``
 
-    def _run(self, delivery_id: str) -> None:
+    def _run(self, delivery_ids: str | list[str]) -> None:
         if self._runner is None:
             raise RuntimeError("no runner bound to the job queue")
-        self._runner(delivery_id)
+        ids = [delivery_ids] if isinstance(delivery_ids, str) else delivery_ids
+        if not ids:
+            return
+        if len(ids) > 1:  # the rest go back for the next free worker thread
+            try:
+                self._task(ids[1:])
+            except Exception:  # stored: the supervisor's sweep will enqueue them later
+                log.exception("re-enqueue failed", extra={"ids": ids[1:50]})
+        self._runner(ids[0])
 
     def bind(self, runner: Callable[[str], None]) -> None:
         """Set the function that runs one delivery id (``Worker.run``)."""
@@ -67,6 +76,18 @@ class JobQueue:
             self._task.schedule((delivery_id,), delay=delay)
         else:
             self._task(delivery_id)
+
+    def enqueue_many(self, delivery_ids: list[str]) -> None:
+        """Queue several delivery ids as one job (one write to the queue).
+
+        The worker thread that takes it puts the rest back as one job and runs the
+        first, so the next free thread picks up the second, and so on: the ids still
+        run one at a time each, spread over every worker thread.
+        """
+        if len(delivery_ids) == 1:
+            self._task(delivery_ids[0])
+        elif delivery_ids:
+            self._task(list(delivery_ids))
 
     def pending(self) -> int:
         """Jobs waiting in the queue (not counting scheduled retries)."""

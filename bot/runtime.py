@@ -3,7 +3,8 @@
 ``bot.web`` (the ``serve`` process) and ``bot.serve.worker_command`` both start
 from ``build``.  The GitHub client and the history sources come from
 ``bot.github.client_factory(settings)`` and ``bot.history.factory.source_factory
-(settings)``; either can be passed in instead (tests, the demo).
+(settings, sessions)`` (the run cache shares the store's engine); either can be
+passed in instead (tests, the demo).
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from sqlalchemy import Engine
 from sqlalchemy.orm import Session, sessionmaker
 
 from bot.handlers.context import GitHubFactory, HistoryFactory
+from bot.intake_gate import IntakeGate
 from bot.metrics import Metrics
 from bot.queue import JobQueue, make_huey
 from bot.recheck import RECHECK_MINUTES, recheck_job
@@ -39,6 +41,7 @@ class Runtime:
     metrics: Metrics
     worker: Worker
     supervisor: Supervisor
+    gate: IntakeGate = field(default_factory=IntakeGate)  # webhooks in flight hold workers back
     running: bool = field(default=False)
 
     def start_workers(self) -> None:
@@ -77,6 +80,7 @@ def build(
     routes = router if router is not None else load_handlers(settings.handler_modules)
     metrics = Metrics()
     metrics.watch_store(lambda: deliveries.count_by_status(sessions))
+    gate = IntakeGate()
     worker = Worker(
         settings=settings,
         sessions=sessions,
@@ -84,7 +88,8 @@ def build(
         queue=queue,
         metrics=metrics,
         github=github or _hook(settings, "bot.github", "client_factory"),
-        history=history or _hook(settings, "bot.history.factory", "source_factory"),
+        history=history or _hook(settings, "bot.history.factory", "source_factory", sessions),
+        gate=gate,
     )
     queue.bind(worker.run)
     recheck = recheck_job(settings, sessions, worker.github, worker.history)  # bot.recheck
@@ -98,11 +103,12 @@ def build(
         metrics=metrics,
         worker=worker,
         supervisor=Supervisor(worker),
+        gate=gate,
     )
 
 
-def _hook(settings: Settings, module: str, name: str) -> Callable[[Any], Any]:
-    """A factory resolved on first use from ``module.name(settings)``."""
+def _hook(settings: Settings, module: str, name: str, *extra: Any) -> Callable[[Any], Any]:
+    """A factory resolved on first use from ``module.name(settings, *extra)``."""
     resolved: list[Callable[[Any], Any]] = []
 
     def call(arg: Any) -> Any:
@@ -111,7 +117,7 @@ def _hook(settings: Settings, module: str, name: str) -> Callable[[Any], Any]:
                 make = getattr(importlib.import_module(module), name)
             except (ImportError, AttributeError) as exc:
                 raise RuntimeError(f"{module}.{name} is not available: {exc}") from exc
-            resolved.append(make(settings))
+            resolved.append(make(settings, *extra))
         return resolved[0](arg)
 
     return call

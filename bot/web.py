@@ -1,7 +1,8 @@
 """The webhook server: ``POST /webhook``, ``GET /healthz``, ``GET /metrics``.
 
-``POST /webhook`` only checks, stores and enqueues, so it answers in milliseconds
-(GitHub gives up after 10 s and never redelivers on its own):
+``POST /webhook`` only checks and stores, so it answers in milliseconds (GitHub
+gives up after 10 s and never redelivers on its own); the jobs are enqueued right
+after the answers, and a job lost there is recovered from the store:
 
 - 400 when ``X-GitHub-Event``, ``X-GitHub-Delivery`` or ``X-Hub-Signature-256`` is
   missing or malformed (a request carrying only the SHA-1 ``X-Hub-Signature`` gets 401);
@@ -9,8 +10,8 @@
 - 415 when the content type is not JSON;
 - 401 when the signature is not a valid HMAC-SHA256 under any configured secret;
 - 400 when the signed body is not a JSON object;
-- 202 ``{"status": "queued"}`` once the delivery is stored (before answering) and
-  enqueued — ``ping`` included; 202 ``{"status": "ignored"}`` when no handler wants
+- 202 ``{"status": "queued"}`` once the delivery is committed to the store —
+  ``ping`` included; 202 ``{"status": "ignored"}`` when no handler wants
   it or the App itself sent it (stored, not run);
 - 200 ``{"status": "duplicate"}`` for a delivery id already stored: not run again.
   A redelivery of a delivery that *failed* is accepted and run again (GitHub's
@@ -24,14 +25,18 @@ import logging
 import re
 import time
 from collections.abc import AsyncIterator
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, replace
 from typing import Any
 
-from fastapi import FastAPI, Request, Response
-from fastapi.responses import JSONResponse
+from fastapi import FastAPI
 from sqlalchemy import text
 from starlette.concurrency import run_in_threadpool
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import request_response
+from starlette.types import ASGIApp, Receive, Scope, Send
 
 from bot.metrics import CONTENT_TYPE
 from bot.router import skip_reason
@@ -40,7 +45,8 @@ from bot.settings import Settings
 from bot.signature import HEADER as SIGNATURE_HEADER
 from bot.signature import verify
 from bot.store import deliveries
-from bot.store.deliveries import NewDelivery
+from bot.store.deliveries import NewDelivery, Recorded
+from bot.store.group_commit import GroupCommit
 
 log = logging.getLogger(__name__)
 
@@ -125,72 +131,116 @@ def parse_delivery(event: str, delivery_id: str, body: bytes) -> Intake:
     return Intake(new, payload)
 
 
+class _App(FastAPI):
+    """FastAPI, but ``POST /webhook`` goes straight to its endpoint, skipping the middleware."""
+
+    webhook: ASGIApp | None = None
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if (
+            self.webhook is not None
+            and scope["type"] == "http"
+            and scope["path"] == "/webhook"
+            and scope["method"] == "POST"
+        ):
+            await self.webhook(scope, receive, send)
+        else:
+            await super().__call__(scope, receive, send)
+
+
 def create_app(
     settings: Settings, runtime: Runtime | None = None, *, start_workers: bool = True
 ) -> FastAPI:
-    """The FastAPI app; its lifespan starts (and stops) the in-process workers."""
+    """The app; its lifespan starts (and stops) the in-process workers.
+
+    ``POST /webhook`` is a plain Starlette endpoint called straight from the app (no
+    FastAPI middleware, dependency or validation machinery on the hot path).
+    Concurrent deliveries are stored together by one group commit
+    (``bot.store.group_commit``) and each is answered once its batch is committed;
+    the jobs are enqueued after that, off the answer path.  While webhooks are being
+    answered, the workers of this process start no new job (``rt.gate``).
+    """
     rt = runtime if runtime is not None else build(settings)
     owned = runtime is None
     secrets = settings.webhook_secrets
     cap = settings.max_body_bytes
-    # A local SQLite insert plus an embedded enqueue cost less than a thread hop: run
-    # them on the event loop; a networked database or Redis goes to the thread pool.
-    inline = rt.engine.dialect.name == "sqlite" and not settings.redis_url
+
+    def enqueue(stored: list[tuple[NewDelivery, Recorded]]) -> None:
+        ids = [new.id for new, got in stored if got.accepted and got.status == "queued"]
+        try:
+            rt.queue.enqueue_many(ids)
+        except Exception:  # stored: the supervisor's sweep will enqueue them later
+            log.exception("enqueue failed; the deliveries stay stored", extra={"ids": ids[:50]})
+
+    intake_db = deliveries.intake_sessions(rt.sessions)
+    writer = ThreadPoolExecutor(1, "intake-store")  # the database writes overlap the parsing
+    committer: GroupCommit[NewDelivery, Recorded] = GroupCommit(
+        lambda batch: deliveries.record_many(intake_db, batch),
+        after=enqueue,
+        executor=writer,
+    )
 
     @asynccontextmanager
     async def lifespan(_app: FastAPI) -> AsyncIterator[None]:
         if start_workers:
             await run_in_threadpool(rt.start_workers)
         yield
+        committer.flush_after()
+        writer.shutdown(wait=True)
         await run_in_threadpool(rt.close if owned else rt.stop_workers)
+        if intake_db is not rt.sessions:
+            intake_db.kw["bind"].dispose()
 
-    app = FastAPI(
+    app = _App(
         title="threshold-bot", lifespan=lifespan, docs_url=None, redoc_url=None, openapi_url=None
     )
     app.state.runtime = rt
 
-    def accept(intake: Intake) -> tuple[int, dict[str, str]]:
-        new = intake.delivery
+    def triage(intake: Intake) -> NewDelivery:
         reason = skip_reason(
-            rt.router, new.event, intake.payload, settings.bot_login, settings.app_id
+            rt.router, intake.delivery.event, intake.payload, settings.bot_login, settings.app_id
         )
-        if reason is not None:
-            new = replace(new, status="ignored", outcome=reason)
-        recorded = deliveries.record(rt.sessions, new)
+        if reason is None:
+            return intake.delivery
+        return replace(intake.delivery, status="ignored", outcome=reason)
+
+    def answer(new: NewDelivery, recorded: Recorded) -> tuple[int, dict[str, str]]:
         if recorded.duplicate and not recorded.accepted:
             rt.metrics.duplicates.inc()
             return 200, {"delivery": new.id, "status": "duplicate"}
         rt.metrics.received.labels(new.event).inc()
         if new.status == "ignored":
             rt.metrics.processed.labels(new.event, "ignored").inc()
-            return 202, {"delivery": new.id, "status": "ignored", "reason": reason or ""}
-        try:
-            rt.queue.enqueue(new.id)
-        except Exception:  # stored: the supervisor's sweep will enqueue it later
-            log.exception("enqueue failed; the delivery stays stored", extra={"delivery": new.id})
+            return 202, {"delivery": new.id, "status": "ignored", "reason": new.outcome or ""}
         return 202, {"delivery": new.id, "status": "queued"}
 
-    @app.post("/webhook")
-    async def webhook(request: Request) -> Response:
+    async def receive(request: Request) -> Response:
         started = time.perf_counter()
         try:
             event, delivery_id, signature = check_headers(request.headers, cap)
             body = await read_body(request, cap)
             if not verify(body, signature, secrets):
                 raise Rejected(401, "signature does not match")
-            intake = parse_delivery(event, delivery_id, body)
+            new = triage(parse_delivery(event, delivery_id, body))
         except Rejected as exc:
             rt.metrics.rejected.labels(str(exc.status)).inc()
             log.warning("webhook refused: %s", exc.reason, extra={"status": exc.status})
             return JSONResponse({"error": exc.reason}, status_code=exc.status)
         try:
-            status, answer = accept(intake) if inline else await run_in_threadpool(accept, intake)
+            recorded = await committer.submit(new)
         except Exception:
             log.exception("could not store the delivery", extra={"delivery": delivery_id})
             rt.metrics.rejected.labels("503").inc()
             return JSONResponse({"error": "could not store the delivery"}, status_code=503)
+        status, content = answer(new, recorded)
         rt.metrics.ack_seconds.observe(time.perf_counter() - started)
-        return JSONResponse(answer, status_code=status)
+        return JSONResponse(content, status_code=status)
+
+    async def webhook(request: Request) -> Response:
+        with rt.gate.request():
+            return await receive(request)
+
+    app.webhook = request_response(webhook)
 
     @app.get("/healthz")
     def healthz() -> Response:

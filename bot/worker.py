@@ -28,6 +28,7 @@ from typing import Any
 from sqlalchemy.orm import Session, sessionmaker
 
 from bot.handlers.context import DeliveryInfo, GitHubFactory, HandlerContext, HistoryFactory
+from bot.intake_gate import IntakeGate
 from bot.logs import delivery_logger
 from bot.metrics import Metrics
 from bot.queue import JobQueue
@@ -63,6 +64,7 @@ class Worker:
     github: GitHubFactory
     history: HistoryFactory
     owner: str = ""
+    gate: IntakeGate | None = None  # the webhook intake of this process, served first
 
     def __post_init__(self) -> None:
         if not self.owner:
@@ -72,8 +74,11 @@ class Worker:
         """Run a delivery if it still needs running.
 
         Handler errors never escape; if the store itself fails, the delivery keeps its
-        lease until it runs out and the supervisor re-enqueues it.
+        lease until it runs out and the supervisor re-enqueues it.  With a ``gate``,
+        webhooks being answered in this process go first (see ``bot.intake_gate``).
         """
+        if self.gate is not None:
+            self.gate.wait_quiet()
         delivery = deliveries.claim(
             self.sessions, delivery_id, self.owner, self.settings.lease_seconds
         )

@@ -5,8 +5,11 @@ from __future__ import annotations
 import hashlib
 import hmac
 import json
+import socket
 import threading
+import time
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -289,3 +292,46 @@ def test_the_answer_does_not_wait_for_the_handler(tmp_path: Path) -> None:
     finally:
         release.set()
         runtime.close()
+
+
+def test_a_burst_is_stored_before_each_answer_then_processed(bot: Bot) -> None:
+    def send(_: int) -> str:
+        body, headers = signed_fixture("pull_request.opened", SECRET)
+        with httpx.Client(base_url=str(bot.client.base_url), timeout=30) as client:
+            response = client.post("/webhook", content=body, headers=headers)
+        assert response.status_code == 202, response.text
+        stored = deliveries.get(bot.runtime.sessions, headers["X-GitHub-Delivery"])
+        assert stored is not None, "answered 202 before the delivery was stored"
+        return headers["X-GitHub-Delivery"]
+
+    with ThreadPoolExecutor(max_workers=20) as pool:
+        ids = list(pool.map(send, range(40)))
+    for delivery_id in ids:
+        assert bot.wait_done(delivery_id).status == "done"
+    assert sorted(bot.recorder.ids()) == sorted(ids)  # each ran once
+
+
+def test_workers_wait_while_a_webhook_is_being_received(bot: Bot) -> None:
+    bot.runtime.gate.max_wait = 600.0  # no giving way during the test
+    queued_body, queued = signed_fixture("pull_request.reopened", SECRET)
+    body, headers = signed_fixture("pull_request.opened", SECRET)
+    port = httpx.URL(str(bot.client.base_url)).port
+    assert port is not None
+    with socket.create_connection(("127.0.0.1", port), timeout=30) as slow:
+        head = "".join(f"{k}: {v}\r\n" for k, v in headers.items())
+        slow.sendall(
+            f"POST /webhook HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: {len(body)}\r\n"
+            f"{head}\r\n".encode()
+            + body[:100]
+        )
+        wait_until(lambda: bot.runtime.gate.active == 1, what="the request to reach the app")
+        assert bot.post(queued_body, queued).status_code == 202  # stored and enqueued
+        wait_until(lambda: bot.runtime.queue.pending() == 0, what="a worker to take the job")
+        time.sleep(0.3)  # the worker holds the job but may not start it
+        held = deliveries.get(bot.runtime.sessions, queued["X-GitHub-Delivery"])
+        assert held is not None and (held.status, held.attempts) == ("queued", 0)
+        assert bot.recorder.calls == []
+        slow.sendall(body[100:])
+        assert slow.recv(4096).startswith(b"HTTP/1.1 202")
+    assert bot.wait_done(queued["X-GitHub-Delivery"]).status == "done"
+    assert bot.wait_done(headers["X-GitHub-Delivery"]).status == "done"

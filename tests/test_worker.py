@@ -219,3 +219,36 @@ def test_queue_backend_follows_the_settings(tmp_path: Path) -> None:
     assert embedded.storage.filename == str(tmp_path / "bot-queue.db")
     shared = make_huey(make_settings(tmp_path, redis_url="redis://127.0.0.1:1/0"))
     assert isinstance(shared, RedisHuey)  # connects lazily: nothing is contacted here
+
+
+def test_enqueue_many_runs_each_delivery_once_on_every_worker(
+    runtime: Runtime, recorder: Recorder
+) -> None:
+    ids = [_store(runtime) for _ in range(6)]
+    runtime.queue.enqueue_many(ids)
+    assert runtime.queue.pending() == 1  # one job for the lot
+    runtime.start_workers()
+    for delivery_id in ids:
+        assert _finished(runtime, delivery_id).attempts == 1
+    wait_until(lambda: runtime.queue.pending() == 0, what="queue to drain")
+    assert sorted(recorder.ids()) == sorted(ids)
+
+
+def test_workers_start_no_job_while_a_webhook_is_in_flight(
+    runtime: Runtime, recorder: Recorder
+) -> None:
+    runtime.gate.max_wait = 600.0  # no giving way during the test
+    runtime.start_workers()
+    runtime.gate.enter()  # a webhook request being answered
+    try:
+        delivery_id = _store(runtime)
+        runtime.queue.enqueue(delivery_id)
+        wait_until(lambda: runtime.queue.pending() == 0, what="a worker to take the job")
+        time.sleep(0.3)  # the worker holds the job but may not start it
+        stored = deliveries.get(runtime.sessions, delivery_id)
+        assert stored is not None and (stored.status, stored.attempts) == ("queued", 0)
+        assert recorder.calls == []
+    finally:
+        runtime.gate.leave()
+    assert _finished(runtime, delivery_id).status == "done"
+    assert recorder.ids() == [delivery_id]

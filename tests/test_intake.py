@@ -1,0 +1,242 @@
+"""The intake's mechanisms: the gate that holds workers back, and the group commit."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import threading
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import pytest
+from sqlalchemy import text
+
+from bot.intake_gate import IntakeGate
+from bot.runtime import build
+from bot.store import deliveries
+from bot.store.deliveries import NewDelivery
+from bot.store.group_commit import GroupCommit
+from tests.live import make_settings
+from tests.webhooks import fixture, new_delivery_id
+
+LONG = 30.0  # generous bound for a loaded CI machine; reached only on failure
+
+
+def _waiter(gate: IntakeGate) -> tuple[threading.Thread, threading.Event, list[bool]]:
+    done = threading.Event()
+    result: list[bool] = []
+
+    def wait() -> None:
+        result.append(gate.wait_quiet())
+        done.set()
+
+    thread = threading.Thread(target=wait, daemon=True)
+    thread.start()
+    return thread, done, result
+
+
+def test_gate_is_open_when_no_request_is_in_flight() -> None:
+    gate = IntakeGate(quiet=0.0, max_wait=LONG)
+    assert gate.wait_quiet() is True
+    with gate.request():
+        assert gate.active == 1
+    assert gate.active == 0
+    assert gate.wait_quiet() is True
+
+
+def test_gate_holds_workers_back_until_the_last_request_finishes() -> None:
+    gate = IntakeGate(quiet=0.0, max_wait=LONG)
+    gate.enter()
+    gate.enter()
+    thread, done, result = _waiter(gate)
+    assert not done.wait(0.3)  # two requests in flight: the worker waits
+    gate.leave()
+    assert not done.wait(0.3)  # one still in flight
+    gate.leave()
+    assert done.wait(LONG)
+    assert result == [True]
+    thread.join(LONG)
+
+
+def test_gate_gives_way_after_max_wait_so_workers_never_starve() -> None:
+    gate = IntakeGate(quiet=0.0, max_wait=0.2)
+    gate.enter()  # never leaves
+    thread, done, result = _waiter(gate)
+    assert done.wait(LONG)
+    assert result == [False]
+    thread.join(LONG)
+
+
+def test_gate_waits_for_the_quiet_period_after_a_request() -> None:
+    gate = IntakeGate(quiet=LONG, max_wait=0.2)
+    with gate.request():
+        pass
+    assert gate.wait_quiet() is False  # the last request ended less than ``quiet`` ago
+
+
+def test_group_commit_stores_one_turns_items_in_one_call() -> None:
+    calls: list[list[int]] = []
+    handed_on: list[list[tuple[int, int]]] = []
+    answered: list[int] = []
+
+    def store(items: list[int]) -> list[int]:
+        calls.append(list(items))
+        return [i * 10 for i in items]
+
+    def after(stored: list[tuple[int, int]]) -> None:
+        assert len(answered) == len(stored)  # every caller had its answer first
+        handed_on.append(stored)
+
+    committer: GroupCommit[int, int] = GroupCommit(store, after)
+
+    async def caller(i: int) -> int:
+        result = await committer.submit(i)
+        answered.append(i)
+        return result
+
+    async def burst() -> list[int]:
+        return await asyncio.gather(*(caller(i) for i in range(20)))
+
+    assert asyncio.run(burst()) == [i * 10 for i in range(20)]
+    assert calls == [list(range(20))]
+    assert committer.batches == 1
+    assert handed_on == [[(i, i * 10) for i in range(20)]]
+
+
+def test_group_commit_batches_what_arrives_while_a_batch_is_stored() -> None:
+    calls: list[list[int]] = []
+
+    def store(items: list[int]) -> list[int]:
+        calls.append(list(items))
+        return items
+
+    committer: GroupCommit[int, int] = GroupCommit(store)
+
+    async def later(i: int) -> int:
+        await asyncio.sleep(0)  # one turn later: the next batch
+        return await committer.submit(i)
+
+    async def two_turns() -> list[int]:
+        return list(
+            await asyncio.gather(committer.submit(0), committer.submit(1), later(2), later(3))
+        )
+
+    assert asyncio.run(two_turns()) == [0, 1, 2, 3]
+    assert calls == [[0, 1], [2, 3]]
+
+
+def test_group_commit_failure_reaches_every_caller_and_nothing_is_handed_on() -> None:
+    handed_on: list[object] = []
+
+    def store(items: list[int]) -> list[int]:
+        raise OSError("disk full")
+
+    committer: GroupCommit[int, int] = GroupCommit(store, handed_on.append)
+
+    async def burst() -> list[int | BaseException]:
+        return await asyncio.gather(
+            *(committer.submit(i) for i in range(3)), return_exceptions=True
+        )
+
+    results = asyncio.run(burst())
+    assert [type(r) for r in results] == [OSError] * 3
+    assert handed_on == []
+
+
+def _new(status: deliveries.Status = "queued", delivery_id: str | None = None) -> NewDelivery:
+    payload = fixture("pull_request.closed")
+    return NewDelivery(
+        id=delivery_id or new_delivery_id(),
+        event="pull_request",
+        action=payload["action"],
+        installation_id=payload["installation"]["id"],
+        body=json.dumps(payload),
+        status=status,
+        outcome="no handler" if status == "ignored" else None,
+    )
+
+
+def test_record_many_matches_record_one_by_one(tmp_path: Path) -> None:
+    rt = build(make_settings(tmp_path))
+    try:
+        fresh = [_new(), _new(), _new("ignored")]
+        got = deliveries.record_many(rt.sessions, fresh)
+        assert [(r.accepted, r.status, r.duplicate) for r in got] == [
+            (True, "queued", False),
+            (True, "queued", False),
+            (True, "ignored", False),
+        ]
+        assert deliveries.count_by_status(rt.sessions) == {"queued": 2, "ignored": 1}
+        failed = fresh[0].id
+        deliveries.fail(rt.sessions, failed, "PermanentError: x")
+        again = _new()
+        # an id already stored (failed: re-opened), one stored and open, one new twice
+        mixed = [_new(delivery_id=failed), fresh[1], again, again]
+        got = deliveries.record_many(rt.sessions, mixed)
+        assert [(r.accepted, r.status, r.duplicate) for r in got] == [
+            (True, "queued", True),
+            (False, "queued", True),
+            (True, "queued", False),
+            (False, "queued", True),
+        ]
+        assert deliveries.count_by_status(rt.sessions) == {"queued": 3, "ignored": 1}
+        late = _new()  # a new id alongside a stored one: the batch insert fails, then one by one
+        got = deliveries.record_many(rt.sessions, [late, fresh[2]])
+        assert [(r.accepted, r.status, r.duplicate) for r in got] == [
+            (True, "queued", False),
+            (False, "ignored", True),
+        ]
+        assert deliveries.count_by_status(rt.sessions) == {"queued": 4, "ignored": 1}
+        stored = deliveries.get(rt.sessions, again.id)
+        assert stored is not None and json.loads(stored.body) == fixture("pull_request.closed")
+    finally:
+        rt.close()
+
+
+@pytest.mark.parametrize("kind", ["intake", "workers"])
+def test_only_the_workers_connections_checkpoint_soon(tmp_path: Path, kind: str) -> None:
+    rt = build(make_settings(tmp_path))
+    intake = deliveries.intake_sessions(rt.sessions)
+    try:
+        sessions = intake if kind == "intake" else rt.sessions
+        with sessions.kw["bind"].connect() as conn:
+            pages = conn.execute(text("PRAGMA wal_autocheckpoint")).scalar()
+            mode = conn.execute(text("PRAGMA journal_mode")).scalar()
+        expected = deliveries.INTAKE_CHECKPOINT_PAGES if kind == "intake" else 1000
+        assert (pages, mode) == (expected, "wal")
+        new = _new()
+        assert deliveries.record_many(intake, [new])[0].accepted
+        assert deliveries.get(rt.sessions, new.id) is not None  # same database
+    finally:
+        intake.kw["bind"].dispose()
+        rt.close()
+
+
+def test_group_commit_in_a_thread_batches_what_arrives_meanwhile() -> None:
+    entered = threading.Event()
+    release = threading.Event()
+    calls: list[list[int]] = []
+    handed_on: list[list[tuple[int, int]]] = []
+
+    def store(items: list[int]) -> list[int]:
+        calls.append(list(items))
+        entered.set()
+        assert release.wait(LONG)
+        return [-i for i in items]
+
+    async def scenario() -> list[int]:
+        with ThreadPoolExecutor(1) as pool:
+            committer: GroupCommit[int, int] = GroupCommit(store, handed_on.append, pool)
+            first = asyncio.ensure_future(committer.submit(0))
+            assert await asyncio.to_thread(entered.wait, LONG)  # batch [0] is being stored
+            rest = [asyncio.ensure_future(committer.submit(i)) for i in (1, 2, 3)]
+            await asyncio.sleep(0.05)
+            assert not first.done()  # not answered before its commit
+            release.set()
+            results = await asyncio.gather(first, *rest)
+            await asyncio.sleep(0)  # the hand-on runs after the answers
+            return list(results)
+
+    assert asyncio.run(scenario()) == [0, -1, -2, -3]
+    assert calls == [[0], [1, 2, 3]]
+    assert [pair for batch in handed_on for pair in batch] == [(i, -i) for i in range(4)]
