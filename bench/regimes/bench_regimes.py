@@ -6,7 +6,9 @@ Run from the repository root::
 
 Prints, for every detector on the same labelled series (``generate.py``): precision,
 recall and F1 per scenario and overall (a detection within 2 runs of a true boundary
-is a hit), recall on minor (< 3 sigma) steps for information, and total time; then
+is a hit), recall on minor (< 3 sigma) steps for information, and total time, and
+apart from those figures precision, recall and F1 on ``plain`` series (issue 6's
+description taken literally, ``generate.make_plain``); then
 the boundaries of ``detect_regimes`` on multi-metric nightly histories, the streaming
 stability of those boundaries, and the time for 10,000 runs x 40 metrics.
 """
@@ -26,7 +28,17 @@ sys.path[:0] = [str(HERE.parent.parent), str(HERE)]
 
 import numpy as np  # noqa: E402
 import ruptures as rpt  # noqa: E402
-from generate import SCENARIOS, Series, history, labelled_set  # noqa: E402
+from generate import (  # noqa: E402
+    PLAIN_MIN_REGIME,
+    PLAIN_REGIMES,
+    PLAIN_RUNS,
+    PLAIN_SIGMA,
+    SCENARIOS,
+    Series,
+    history,
+    labelled_set,
+    plain_set,
+)
 from numpy.typing import NDArray  # noqa: E402
 from scipy.ndimage import median_filter  # noqa: E402
 
@@ -237,6 +249,7 @@ def large_timing(seed: int) -> tuple[float, float, NDArray[np.float64]]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--per-scenario", type=int, default=100)
+    parser.add_argument("--plain", type=int, default=100, help="plain series (issue 6)")
     parser.add_argument("--histories", type=int, default=25, help="per scenario")
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--only-ours", action="store_true")
@@ -250,8 +263,17 @@ def main() -> None:
         f"labelled series: {len(series)} ({args.per_scenario} per scenario: "
         f"{', '.join(SCENARIOS)}), {truths} boundaries >= 3 sigma, {minors} minor steps"
     )
+    plain = plain_set(args.seed, args.plain)
+    print(
+        f"plain: {len(plain)} more series as issue 6 describes them ({PLAIN_RUNS} runs, "
+        f"{PLAIN_REGIMES} regimes >= {PLAIN_MIN_REGIME} runs, levels ~0.5, Gaussian "
+        f"sigma {PLAIN_SIGMA}, steps 3-10 sigma,\n       1-2 % single-run outliers of 5-10 "
+        f"sigma), {sum(len(s.truth) for s in plain)} boundaries; scored apart (columns "
+        f"after '|'), not in precision/recall/F1/minor/time"
+    )
     header = f"{'detector':<22}" + "".join(f"{'F1 ' + s:>10}" for s in SCENARIOS)
     header += f"{'precision':>11}{'recall':>8}{'F1':>7}{'minor':>7}{'time s':>8}"
+    header += f" |{'P plain':>8}{'R plain':>8}{'F1 plain':>9}"
     print(header)
     detectors = {"threshold-bot": ours} if args.only_ours else DETECTORS
     for name, detector in detectors.items():
@@ -260,6 +282,8 @@ def main() -> None:
         row = f"{name:<22}" + "".join(f"{r.by_scenario[s].f1:>10.3f}" for s in SCENARIOS)
         minor = t.minor_hit / t.minor if t.minor else 0.0
         row += f"{t.precision:>11.3f}{t.recall:>8.3f}{t.f1:>7.3f}{minor:>7.2f}{t.seconds:>8.2f}"
+        p = evaluate(detector, plain).total
+        row += f" |{p.precision:>8.3f}{p.recall:>8.3f}{p.f1:>9.3f}"
         print(row, flush=True)
 
     print(

@@ -13,11 +13,17 @@ Scenarios change the noise: ``ci`` Gaussian, ``heavy`` Student-t with 3 degrees 
 freedom, ``ar`` AR(1) with rho 0.3-0.6 (marginal standard deviation sigma), ``drift``
 Gaussian plus a slow wander of the level (within each regime, at most 1.5 sigma end
 to end, and a slow sinusoid over the whole history).
+
+``plain`` (``make_plain``, kept apart from the four above) is issue 6's description
+taken literally: 300 runs, 5 regimes of at least 10 runs, levels around 0.5,
+Gaussian noise sigma 0.02, steps of 3-10 sigma (all labelled) and 1-2 % isolated
+single-run outliers of 5-10 sigma.
 """
 
 from __future__ import annotations
 
 import itertools
+import math
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
@@ -126,6 +132,45 @@ def _add_bad_runs(rng: np.random.Generator, values: NDArray[np.float64], sigma: 
             else values[i] + sigma * rng.uniform(5, 30) * rng.choice([-1.0, 1.0])
         )
         values[i : i + width] = bad
+
+
+PLAIN = "plain"
+PLAIN_RUNS = 300
+PLAIN_REGIMES = 5
+PLAIN_MIN_REGIME = 10
+PLAIN_SIGMA = 0.02
+
+
+def make_plain(rng: np.random.Generator) -> Series:
+    """One series as issue 6 describes it (see the module docstring)."""
+    n, k = PLAIN_RUNS, PLAIN_REGIMES
+    while True:
+        starts = sorted(int(s) for s in rng.choice(np.arange(1, n), k - 1, replace=False))
+        if all(b - a >= PLAIN_MIN_REGIME for a, b in itertools.pairwise([0, *starts, n])):
+            break
+    level = rng.uniform(0.4, 0.6)
+    levels = [level]
+    for _ in range(k - 1):  # 3-10 sigma, turning back before leaving (0.1, 0.9)
+        step = PLAIN_SIGMA * rng.uniform(3.0, 10.0) * rng.choice([-1.0, 1.0])
+        level += step if 0.1 < level + step < 0.9 else -step
+        levels.append(level)
+    values = np.repeat(np.asarray(levels, dtype=np.float64), np.diff([0, *starts, n]))
+    values += rng.normal(0.0, PLAIN_SIGMA, n)
+    count = int(rng.integers(math.ceil(0.01 * n), math.floor(0.02 * n) + 1))
+    spots: list[int] = []
+    while len(spots) < count:  # isolated: at least 3 runs apart
+        i = int(rng.integers(0, n))
+        if all(abs(i - j) >= 3 for j in spots):
+            spots.append(i)
+    for i in spots:
+        values[i] += PLAIN_SIGMA * rng.uniform(5.0, 10.0) * rng.choice([-1.0, 1.0])
+    return Series(values, tuple(starts), (), PLAIN)
+
+
+def plain_set(seed: int, count: int) -> list[Series]:
+    """``count`` series of the ``plain`` scenario, reproducibly from ``seed``."""
+    rng = np.random.default_rng((seed, 6))  # own stream: the four scenarios stay as they were
+    return [make_plain(rng) for _ in range(count)]
 
 
 def labelled_set(seed: int, per_scenario: int) -> list[Series]:
