@@ -29,6 +29,7 @@ from fastapi import FastAPI
 from bot.handlers.context import HandlerContext
 from bot.router import Router
 from bot.settings import Settings
+from bot.store import deliveries
 
 SECRET = "test-secret-0123456789"
 
@@ -58,6 +59,34 @@ def wait_until(check: Callable[[], bool], timeout: float = 30.0, what: str = "co
         if time.monotonic() > deadline:
             raise AssertionError(f"timed out after {timeout}s waiting for {what}")
         time.sleep(0.02)
+
+
+def deliver_and_wait(
+    url: str,
+    sessions: Any,
+    name: str,
+    changes: dict[str, Any],
+    *,
+    secret: str = SECRET,
+    timeout: float = 60.0,
+) -> deliveries.Delivery:
+    """POST the signed fixture delivery ``name`` to the App at ``url``; wait until a worker
+    has finished it (done or failed) and return its stored record."""
+    from tests.webhooks import signed_fixture
+
+    body, headers = signed_fixture(name, secret, changes)
+    answer = httpx.post(f"{url}/webhook", content=body, headers=headers, timeout=30)
+    assert answer.status_code == 202, answer.text
+    delivery_id = headers["X-GitHub-Delivery"]
+
+    def settled() -> bool:
+        found = deliveries.get(sessions, delivery_id)
+        return found is not None and found.status in ("done", "failed")
+
+    wait_until(settled, timeout=timeout, what=f"{name} delivery to be processed")
+    found = deliveries.get(sessions, delivery_id)
+    assert found is not None
+    return found
 
 
 @contextmanager

@@ -12,7 +12,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import httpx
 import pytest
 
 from bot.github import client_factory
@@ -24,7 +23,7 @@ from bot.store import deliveries
 from bot.web import create_app
 from tests.fakes.github_api import FakeGitHub
 from tests.fakes.github_state import Repo
-from tests.live import SECRET, live_server, make_settings, wait_until
+from tests.live import deliver_and_wait, live_server, make_settings
 from tests.test_review_pr import (
     CONFIG,
     FILE_SOURCE,
@@ -36,7 +35,6 @@ from tests.test_review_pr import (
     scores,
     script,
 )
-from tests.webhooks import signed_fixture
 
 INSTALLATION = 7
 REPO = "octo/ml"
@@ -60,19 +58,7 @@ class App:
 
     def deliver(self, name: str, changes: dict[str, Any]) -> deliveries.Delivery:
         """POST a signed fixture delivery; wait until the worker has finished it."""
-        body, headers = signed_fixture(name, SECRET, changes)
-        answer = httpx.post(f"{self.url}/webhook", content=body, headers=headers, timeout=30)
-        assert answer.status_code == 202, answer.text
-        delivery_id = headers["X-GitHub-Delivery"]
-
-        def finished() -> bool:
-            found = deliveries.get(self.runtime.sessions, delivery_id)
-            return found is not None and found.status in ("done", "failed")
-
-        wait_until(finished, timeout=60, what=f"{name} delivery to be processed")
-        found = deliveries.get(self.runtime.sessions, delivery_id)
-        assert found is not None
-        return found
+        return deliver_and_wait(self.url, self.runtime.sessions, name, changes, timeout=60)
 
     def pull_event(self, action: str, number: int) -> deliveries.Delivery:
         pr = self.repo.pr(number)

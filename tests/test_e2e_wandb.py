@@ -18,7 +18,6 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-import httpx
 import pytest
 
 from bot.github import client_factory
@@ -33,8 +32,7 @@ from bot.web import create_app
 from tests.fakes.github_api import FakeGitHub
 from tests.fakes.github_state import CheckRun, IssueComment, Repo
 from tests.fakes.wandb_server import API_KEY, FakeRun, FakeWandb, serve
-from tests.live import SECRET, live_server, make_settings, wait_until
-from tests.webhooks import signed_fixture
+from tests.live import deliver_and_wait, live_server, make_settings
 
 INSTALLATION = 11
 ENTITY = "acme"  # WANDB_ENTITY: the script names only the project
@@ -114,19 +112,7 @@ class World:
 
     def deliver(self, name: str, changes: dict[str, Any]) -> deliveries.Delivery:
         """POST a signed fixture delivery; wait until the worker has finished it."""
-        body, headers = signed_fixture(name, SECRET, changes)
-        answer = httpx.post(f"{self.url}/webhook", content=body, headers=headers, timeout=30)
-        assert answer.status_code == 202, answer.text
-        delivery_id = headers["X-GitHub-Delivery"]
-
-        def settled() -> bool:
-            found = deliveries.get(self.runtime.sessions, delivery_id)
-            return found is not None and found.status in ("done", "failed")
-
-        wait_until(settled, timeout=90, what=f"{name} delivery to be processed")
-        found = deliveries.get(self.runtime.sessions, delivery_id)
-        assert found is not None
-        return found
+        return deliver_and_wait(self.url, self.runtime.sessions, name, changes, timeout=90)
 
     def pull_event(self, action: str, repo: Repo, number: int) -> deliveries.Delivery:
         pr = repo.pr(number)
