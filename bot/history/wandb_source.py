@@ -298,8 +298,9 @@ class WandbSource:
             if "could not find project" not in str(exc).lower():
                 raise
             raise HistoryNotFound(
-                f"W&B project {where} not found: check entity and project in the repository "
-                "config, and that the server's API key can read it"
+                f"W&B project {where} not found: check the entity and project (the repository "
+                "config, or the project named in the threshold script) and that the server's "
+                "API key can read it"
             ) from exc
 
 
