@@ -13,13 +13,17 @@ ENV PYTHONDONTWRITEBYTECODE=1 \
     WANDB_DIR=/data/wandb
 
 WORKDIR /app
-# Dependencies first, so code changes reuse this layer.
+# Dependencies first, read from pyproject.toml, so code changes reuse this layer (the
+# package itself cannot be built before its code is there).
 COPY pyproject.toml README.md ./
-COPY bot/__init__.py bot/__init__.py
-RUN pip install --no-cache-dir -e ".[redis,mlflow]"
-# The code and the templates (found next to the package, hence the editable install).
+RUN python -c "import tomllib; p = tomllib.load(open('pyproject.toml', 'rb'))['project']; \
+extra = p['optional-dependencies']; \
+print('\n'.join(p['dependencies'] + extra['redis'] + extra['mlflow']))" > /tmp/requirements.txt \
+    && pip install --no-cache-dir -r /tmp/requirements.txt
+# Then the code; the wheel ships templates/ inside the package (bot/templates).
 COPY bot ./bot
 COPY templates ./templates
+RUN pip install --no-cache-dir --no-deps .
 
 RUN useradd --system --uid 10001 --user-group --home-dir /data --create-home threshold-bot
 USER threshold-bot

@@ -22,8 +22,15 @@ from typing import Literal, Protocol
 
 from bot.attribution import attribute
 from bot.commands import Command
-from bot.github import GitHubForbidden, GitHubNotFound, GitHubUnprocessable, PullInfo, ReviewComment
-from bot.markdown import code
+from bot.github import (
+    GitHubForbidden,
+    GitHubNotFound,
+    GitHubPermanentError,
+    GitHubUnprocessable,
+    PullInfo,
+    ReviewComment,
+)
+from bot.markdown import code, escape
 from bot.models import Review, RuleSettings
 from bot.rebaseline import FilePlan, commit_message, plan_file, rule_for, unknown_gates
 from bot.replies import suggestion_review
@@ -187,7 +194,11 @@ def commit(
     rule: RuleSettings,
     by: str | None,
 ) -> tuple[str, ...]:
-    """Commit each planned file to the head branch; refuse if the branch moved meanwhile."""
+    """Commit each planned file to the head branch; refuse if the branch moved meanwhile.
+
+    ``GitHubForbidden`` / ``GitHubNotFound`` (no push access) pass through; any other
+    refusal of a commit is a ``RebaselineError`` naming the file.
+    """
     target = pull.head_repo or repo
     message = commit_message(plans, rule, by)
     shas: list[str] = []
@@ -198,7 +209,16 @@ def commit(
                 f"{code(pull.head_ref)} changed while the new values were computed; "
                 "comment `/rebaseline` again"
             )
-        shas.append(gh.commit_file(target, pull.head_ref, file_plan.path, file_plan.text, message))
+        try:
+            sha = gh.commit_file(target, pull.head_ref, file_plan.path, file_plan.text, message)
+        except (GitHubForbidden, GitHubNotFound):
+            raise  # no push access (any more): the caller suggests instead
+        except GitHubPermanentError as exc:  # 409: the branch moved, or a branch rule refused
+            done = f"; committed before it: {', '.join(s[:7] for s in shas)}" if shas else ""
+            raise RebaselineError(
+                f"GitHub refused the commit to {code(file_plan.path)} ({escape(exc)}){done}"
+            ) from exc
+        shas.append(sha)
     return tuple(shas)
 
 

@@ -418,8 +418,8 @@ class GitHubClient:
     def commit_file(self, repo: str, branch: str, path: str, text: str, message: str) -> str:
         """Commit ``text`` as the new content of ``path`` on ``branch``; return the commit SHA.
 
-        Raises ``GitHubUnprocessable`` / ``GitHubTransientError`` (409) when the branch moved
-        under us; ``GitHubNotFound`` when the file or branch is gone.
+        Raises ``GitHubPermanentError`` (409) when the file's blob SHA no longer matches
+        (the branch moved under us); ``GitHubNotFound`` when the file or branch is gone.
         """
         gh_repo = self._repo(repo)
         current = gh_repo.get_contents(path, ref=branch)

@@ -6,8 +6,9 @@ attribute regime changes to PRs → render → one marked comment + one check ru
 
 Decisions:
 - The repository config is read at the PR's *base*, never its head, so a PR cannot
-  loosen the rule or redirect the history it is judged against.  An invalid config
-  falls back to the defaults and says so in the review.
+  loosen the rule or redirect a history source the config names (a shell script's own
+  W&B project, used when the config names none, is part of the change and read at the
+  head).  An invalid config falls back to the defaults and says so in the review.
 - Drafts are reviewed like any PR: early numbers are when feedback helps most,
   and the single comment is edited in place.  Closed PRs are skipped.
 - A threshold file the PR leaves unparseable makes the check ``action_required``
@@ -295,10 +296,15 @@ def publish(
 
     A maintainer's ``approval`` of exactly the head's gate values turns an
     ``action_required`` check into ``success`` naming the approver (``bot.approval``).
+    A threshold file the head leaves unreadable cannot be approved away: its gates are
+    unknown, so there is no Approve button and a stored approval does not apply.
     """
     pull = found.pull
     repo_url = pull.url.rsplit("/pull/", 1)[0]
-    conclusion, approved = apply_approval(review.conclusion, gate_values(found.files), approval)
+    approvable = not found.errors
+    conclusion, approved = apply_approval(
+        review.conclusion, gate_values(found.files), approval if approvable else None
+    )
     body = render_comment(review, repo_url=repo_url, app_mode=True, approved=approved)
     comment = gh.upsert_comment(repo, pull.number, body, MARKER)
     output = render_check(review, repo_url=repo_url)
@@ -312,7 +318,7 @@ def publish(
         title=approved or title,
         summary=f"✅ {approved}.\n\n{output.summary}" if approved else output.summary,
         text=output.text,
-        actions=(APPROVE,) if conclusion == "action_required" else (),
+        actions=(APPROVE,) if conclusion == "action_required" and approvable else (),
         external_id=str(pull.number),
         details_url=comment.url,
     )

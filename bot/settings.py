@@ -25,6 +25,7 @@ from sqlalchemy.engine import make_url
 Role = Literal["serve", "worker", "any"]
 
 DEFAULT_MAX_BODY = 25 * 1024 * 1024  # GitHub caps webhook payloads at 25 MB
+LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
 
 
 class SettingsError(ValueError):
@@ -130,6 +131,8 @@ def check_settings(settings: Settings, role: Role) -> None:
         raise SettingsError("REDIS_URL: expected a redis://, rediss:// or unix:// URL")
     if not settings.github_api_url.startswith(("https://", "http://")):
         raise SettingsError("GITHUB_API_URL: expected an http(s) URL")
+    if settings.log_level.upper() not in LOG_LEVELS:
+        raise SettingsError(f"LOG_LEVEL: expected one of {', '.join(LOG_LEVELS)}")
 
 
 def _check_private_key(settings: Settings) -> None:

@@ -13,7 +13,13 @@ from typing import Any
 import pytest
 
 from bot.commands import HELP_TEXT
-from bot.github import GitHubForbidden, GitHubUnprocessable, ReviewComment
+from bot.github import (
+    GitHubForbidden,
+    GitHubPermanentError,
+    GitHubTransientError,
+    GitHubUnprocessable,
+    ReviewComment,
+)
 from bot.handlers.approval import on_requested_action
 from bot.handlers.comments import on_comment
 from bot.handlers.context import DeliveryInfo, HandlerContext
@@ -52,6 +58,8 @@ class CommandGitHub(RecordingGitHub):
     push_forbidden: bool = False
     stale: bool = False  # GitHub still shows the PR's old head after the branch moved
     reject_lines: bool = False  # GitHub answers 422 to a review with line comments
+    conflict: bool = False  # GitHub answers 409 to a commit (the file's SHA moved)
+    review_forbidden: bool = False  # the App may not post reviews
 
     def open_pull(self, number: int, files: dict[str, str], *, title: str = "Tune") -> Any:
         pull = super().open_pull(number, files, title=title)
@@ -85,6 +93,8 @@ class CommandGitHub(RecordingGitHub):
         self.calls.append(("commit_file", (repo, branch, path, text, message)))
         if self.push_forbidden:
             raise GitHubForbidden("Resource not accessible by integration", 403)
+        if self.conflict:
+            raise GitHubPermanentError(f"GitHub 409: {path} does not match abc123", 409)
         sha = self.commit({path: text}, parent=self.branches[branch])
         self.branches[branch] = sha
         return sha
@@ -99,6 +109,8 @@ class CommandGitHub(RecordingGitHub):
         comments: tuple[ReviewComment, ...] = (),
     ) -> int:
         self.calls.append(("create_review", (repo, number, commit_sha)))
+        if self.review_forbidden:
+            raise GitHubForbidden("GitHub 403: Resource not accessible by integration", 403)
         if comments and self.reject_lines:
             raise GitHubUnprocessable("Line could not be resolved", 422)
         self.reviews.append((body, comments))
@@ -267,6 +279,55 @@ def test_a_branch_that_moved_meanwhile_is_not_overwritten(
     (body,) = gh.replies.values()
     assert "did not run" in body and "changed while the new values were computed" in body
     assert audit_rows(ctx) == [("wes", "rebaseline", "failed")]
+
+
+def test_a_commit_github_refuses_is_answered_not_dropped(tmp_path: Path, gh: CommandGitHub) -> None:
+    gh.conflict = True  # e.g. someone pushed between the check and the commit
+    ctx = context(tmp_path, gh, "issue_comment")
+
+    on_comment(ctx, comment_payload("/rebaseline", sender="wes"))
+
+    assert len(gh.called("commit_file")) == 1
+    (body,) = gh.replies.values()
+    assert "did not run" in body and "GitHub refused the commit to <code>" in body
+    assert "GitHub 409" in body
+    assert audit_rows(ctx) == [("wes", "rebaseline", "failed")]
+
+
+def test_other_refusals_from_github_are_answered_too(tmp_path: Path, gh: CommandGitHub) -> None:
+    gh.push_forbidden = gh.review_forbidden = True  # no push, and no reviews either
+    ctx = context(tmp_path, gh, "issue_comment")
+
+    on_comment(ctx, comment_payload("/rebaseline", sender="wes"))
+
+    (body,) = gh.replies.values()
+    assert "did not run: GitHub refused: GitHub 403" in body
+    assert audit_rows(ctx) == [("wes", "rebaseline", "failed")]
+
+
+def test_a_retry_after_the_commit_does_not_rebaseline_again(
+    tmp_path: Path, gh: CommandGitHub
+) -> None:
+    ctx = context(tmp_path, gh, "issue_comment")
+    payload = comment_payload("/rebaseline", sender="wes")
+    publish = gh.upsert_check_run
+    failures = [GitHubTransientError("GitHub 502: Bad Gateway", 502)]
+
+    def flaky(*args: Any, **kwargs: Any) -> Any:  # the re-review of the new head fails once
+        if failures:
+            raise failures.pop()
+        return publish(*args, **kwargs)
+
+    gh.upsert_check_run = flaky  # type: ignore[method-assign]
+    with pytest.raises(GitHubTransientError):
+        on_comment(ctx, payload)
+    on_comment(ctx, payload)  # the worker's retry of the same delivery
+
+    assert len(gh.called("commit_file")) == 1
+    (body,) = gh.replies.values()
+    assert "committed" in body and "0.58 → **0.52**" in body
+    assert audit_rows(ctx) == [("wes", "rebaseline", "committed")]
+    assert gh.check_for(gh.branches["branch-7"]).conclusion == "success"
 
 
 def test_push_refused_falls_back_to_suggestions(tmp_path: Path, gh: CommandGitHub) -> None:

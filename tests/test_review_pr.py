@@ -12,6 +12,7 @@ import math
 import random
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
+from types import SimpleNamespace
 
 import pytest
 
@@ -19,6 +20,7 @@ from bot.history.base import HistorySource, HistoryUnavailable
 from bot.models import History, SourceSpec
 from bot.render import render_check, render_comment
 from bot.review_pr import APPROVE, review_pull
+from bot.store.approvals import gate_key
 from tests.fakes.recording_github import RecordingGitHub
 
 SCRIPT = "tests/ci/nightly.sh"
@@ -271,7 +273,15 @@ def test_unparseable_threshold_file_names_file_and_line(repo: RecordingGitHub) -
     assert outcome.review.warnings[0].startswith("ci/gates.yaml:3: ")
     check = repo.check_for(pull.head_sha)
     assert check.title == "Cannot read ci/gates.yaml:3"
-    assert (check.conclusion, check.actions) == ("action_required", (APPROVE,))
+    # a broken file cannot be approved away: no button, and a covering approval is ignored
+    assert (check.conclusion, check.actions) == ("action_required", ())
+    approval = SimpleNamespace(
+        approver="maint",
+        approved_at=datetime(2026, 12, 1, tzinfo=UTC),
+        gate_values={gate_key(SCRIPT, "EVAL_ACC_MIN_VALUE"): 0.50},
+    )
+    review_pull(repo, repo.repo, 19, approvals=lambda _repo, _number: approval)
+    assert repo.check_for(pull.head_sha).conclusion == "action_required"
 
 
 def test_removing_a_gate_is_reported(repo: RecordingGitHub) -> None:

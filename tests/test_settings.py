@@ -27,6 +27,7 @@ NAMES = (
     "WORKERS",
     "GITHUB_API_URL",
     "QUEUE_PATH",
+    "LOG_LEVEL",
 )
 
 
@@ -84,6 +85,10 @@ def test_dotenv_file_and_key_file(tmp_path: Path, pem: str) -> None:
         (
             {"APP_ID": "1", "PRIVATE_KEY": "PEM", "WEBHOOK_SECRET": "s", "REDIS_URL": "localhost"},
             "REDIS_URL: expected",
+        ),
+        (
+            {"APP_ID": "1", "PRIVATE_KEY": "PEM", "WEBHOOK_SECRET": "s", "LOG_LEVEL": "verbose"},
+            "LOG_LEVEL: expected one of DEBUG, INFO",
         ),
     ],
 )

@@ -21,9 +21,10 @@ from pydantic import BaseModel, ConfigDict
 
 from bot.apply_rebaseline import RebaselineError, RebaselineResult, rebaseline
 from bot.commands import HELP_TEXT, Command, command_lines, parse_comment
+from bot.github import GitHubPermanentError
 from bot.handlers.context import GitHubClient, HandlerContext
 from bot.handlers.pull_request import run_review
-from bot.handlers.respond import permitted, record, refuse, reply
+from bot.handlers.respond import permitted, record, recorded, refuse, reply
 from bot.markdown import escape
 from bot.replies import problems, rebaseline_reply
 from bot.router import router
@@ -133,6 +134,9 @@ def run_command(
     )
 
 
+_WROTE = ("committed", "suggested")  # outcomes of a /rebaseline that wrote to GitHub
+
+
 def run_rebaseline(
     ctx: HandlerContext,
     gh: GitHubClient,
@@ -142,8 +146,18 @@ def run_rebaseline(
     command: Command,
     text: str,
 ) -> None:
-    """``/rebaseline``: permission check of the sender, apply, re-review, reply, audit."""
+    """``/rebaseline``: permission check of the sender, apply, audit, reply, re-review.
+
+    The audit entry is written as soon as the new values are committed (or suggested),
+    so a retried delivery (the re-review failed, say) does not apply them a second time:
+    it only reviews the new head again.
+    """
     key = f"line-{command.line}"
+    done = recorded(ctx, "rebaseline", text)
+    if done in _WROTE:
+        if done == "committed":
+            run_review(ctx, repo, number)
+        return
     pull = gh.pull(repo, number)
     allowed, level, required = permitted(gh, repo, pull.base_sha, sender, "rebaseline")
     if not allowed:
@@ -162,8 +176,9 @@ def run_rebaseline(
         return
     try:
         result = rebaseline(gh, repo, number, command, by=sender, remote_history=ctx.history)
-    except RebaselineError as exc:
-        reply(ctx, gh, repo, number, key, f"**/rebaseline** did not run: {exc}.")
+    except (RebaselineError, GitHubPermanentError) as exc:
+        reason = str(exc) if isinstance(exc, RebaselineError) else f"GitHub refused: {escape(exc)}"
+        reply(ctx, gh, repo, number, key, f"**/rebaseline** did not run: {reason}.")
         record(
             ctx,
             repo=repo,
@@ -174,10 +189,8 @@ def run_rebaseline(
             detail={"reason": str(exc)},
             message=text,
         )
+        ctx.log.warning("/rebaseline on %s#%d failed: %s", repo, number, exc)
         return
-    if result.mode == "committed":
-        run_review(ctx, repo, number)  # our own push's synchronize event is ignored
-    reply(ctx, gh, repo, number, key, rebaseline_reply(result))
     record(
         ctx,
         repo=repo,
@@ -188,6 +201,9 @@ def run_rebaseline(
         detail=audit_detail(result),
         message=text,
     )
+    reply(ctx, gh, repo, number, key, rebaseline_reply(result))
+    if result.mode == "committed":
+        run_review(ctx, repo, number)  # our own push's synchronize event is ignored
     ctx.log.info("/rebaseline on %s#%d by %s: %s", repo, number, sender, result.mode)
 
 

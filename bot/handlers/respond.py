@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Any, Literal
 
 from sqlalchemy import select
+from sqlalchemy.orm import Session
 
 from bot.handlers.context import GitHubClient, HandlerContext
 from bot.permissions import allows
@@ -70,6 +71,21 @@ def refuse(
     )
 
 
+def recorded(ctx: HandlerContext, action: str, message: str = "") -> str | None:
+    """The outcome this delivery already audited for ``action`` and ``message`` (a retry)."""
+    with ctx.sessions() as session:
+        return _outcome(session, ctx.delivery.id, action, message)
+
+
+def _outcome(session: Session, delivery_id: str, action: str, message: str) -> str | None:
+    query = select(AuditEntry.outcome).where(
+        AuditEntry.delivery_id == delivery_id,
+        AuditEntry.action == action,
+        AuditEntry.message == message,
+    )
+    return session.scalars(query).first()
+
+
 def record(
     ctx: HandlerContext,
     *,
@@ -83,14 +99,7 @@ def record(
 ) -> None:
     """Add an audit entry, once per delivery, action and ``message`` (a retry adds none)."""
     with ctx.sessions.begin() as session:
-        seen = session.scalars(
-            select(AuditEntry.id).where(
-                AuditEntry.delivery_id == ctx.delivery.id,
-                AuditEntry.action == action,
-                AuditEntry.message == message,
-            )
-        ).first()
-        if seen is not None:
+        if _outcome(session, ctx.delivery.id, action, message) is not None:
             return
         audit.record(
             session,

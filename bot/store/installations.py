@@ -1,7 +1,7 @@
 """The installations table: where the App is installed and on which repositories.
 
-Kept up to date from ``installation*`` and ``installation_repositories*`` events;
-the periodic re-check uses it to know which repositories to look at.
+Kept up to date from ``installation*`` and ``installation_repositories*`` events,
+as a record for operators (the periodic re-check works from ``bot.store.tracked``).
 """
 
 from __future__ import annotations
