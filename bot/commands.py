@@ -22,7 +22,6 @@ MAX_GATES = 50
 CommandKind = Literal["rebaseline", "help", "retry"]
 
 _FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
-_QUOTE = re.compile(r"^ {0,3}>")
 _COMMAND = re.compile(r"^ {0,3}/(rebaseline|threshold-bot)(?=\s|$)(.*)$")
 _GATE_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_.\-/\[\]]*$")
 _ALLOWANCE = re.compile(r"^(?P<num>\d+(?:\.\d+)?)(?P<pct>%?)$")
@@ -75,7 +74,6 @@ def command_lines(body: str) -> list[tuple[int, str]]:
     found: list[tuple[int, str]] = []
     fence: str | None = None
     in_html_comment = False
-    previous_blank = True
     for number, raw in enumerate(body[:MAX_BODY_CHARS].splitlines(), start=1):
         line = raw.rstrip("\r")
         if fence is not None:
@@ -93,10 +91,7 @@ def command_lines(body: str) -> list[tuple[int, str]]:
         if line.lstrip().startswith("<!--"):
             in_html_comment = "-->" not in line
             continue
-        indented_code = previous_blank and (line.startswith("    ") or line.startswith("\t"))
-        previous_blank = not line.strip()
-        if indented_code or _QUOTE.match(line):
-            continue
+        # _COMMAND wants "/" after at most 3 spaces: never in a block quote or indented code
         if _COMMAND.match(line):
             found.append((number, line.strip()))
     return found

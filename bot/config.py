@@ -95,6 +95,11 @@ class RepoConfig(_Strict):
                 raise ValueError(f"source {name!r}: a file source needs 'path'")
             if spec.kind == "mlflow" and not spec.experiment:
                 raise ValueError(f"source {name!r}: an mlflow source needs 'experiment'")
+            if spec.kind != "wandb" and spec.name_regex:  # matched here, by Python's re
+                try:
+                    re.compile(spec.name_regex)
+                except re.error as exc:
+                    raise ValueError(f"source {name!r}: name_regex: {exc}") from None
         return sources
 
     @model_validator(mode="after")

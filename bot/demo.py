@@ -1,4 +1,6 @@
-"""``make demo``: review a realistic threshold PR, generated and run offline.
+"""``python -m bot.demo``: review a realistic threshold PR with the CLI's code, offline.
+
+(``make demo`` runs the whole App instead: ``bot.demo_app``.)
 
 Writes the example of ``bot.demo_data`` (a year of nightly runs, the threshold script
 before and after the PR, the merged PRs) to a temporary directory, reviews it exactly as

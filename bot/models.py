@@ -255,7 +255,7 @@ class RegimeSettings(Frozen):
 class RuleSettings(Frozen):
     """The limit rule and the analysis parameters (repository config ``rule:``)."""
 
-    allowance: float = Field(default=0.05, ge=0)
+    allowance: float = Field(default=0.05, ge=0, le=1)  # a fraction: 0.05 = 5%
     window: WindowSpec = Field(default_factory=WindowSpec)
     significant_digits: int = Field(default=2, ge=1, le=12)
     failure_lookback: int = Field(default=30, ge=1)
@@ -266,6 +266,11 @@ class RuleSettings(Frozen):
         if isinstance(value, str | int) and not isinstance(value, bool):
             return WindowSpec.parse(value)
         return value
+
+    @property
+    def allowance_percent(self) -> str:
+        """The allowance as people write it: ``5%``, ``2.5%``."""
+        return f"{self.allowance * 100:g}%"
 
 
 # --------------------------------------------------------------------------- review

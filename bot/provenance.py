@@ -53,7 +53,7 @@ def provenance_lines(prov: Provenance, *, indent: str = "") -> list[str]:
     who = f" by {_plain(prov.by)}" if prov.by else ""
     lines = [
         f"{PREFIX} rebaselined {prov.on:%Y-%m-%d}{who} with /rebaseline",
-        f"  rule: {rule.allowance:.0%} allowance from the min/max of {window_text}, "
+        f"  rule: {rule.allowance_percent} allowance from the min/max of {window_text}, "
         f"{prov.runs} runs{span}",
     ]
     if prov.changes:

@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from datetime import date
 
 from bot.commands import Command
-from bot.models import Frozen, Gate, Review, RuleSettings, ThresholdFile
+from bot.models import Frozen, Gate, GateReview, Review, RuleSettings, ThresholdFile
 from bot.provenance import Provenance, supports_comments, write_provenance
 from bot.thresholds.edit import format_literal, replace_literals
 
@@ -54,6 +54,10 @@ def unknown_gates(command: Command, files: Sequence[ThresholdFile]) -> list[str]
     return [name for name in command.gates if name not in known]
 
 
+def _key(gate: Gate | GateReview) -> tuple[str, str, str, str]:
+    return gate.file, gate.name, gate.metric, gate.op
+
+
 def plan_file(
     tf: ThresholdFile,
     text: str,
@@ -63,19 +67,35 @@ def plan_file(
     today: date,
     by: str | None = None,
 ) -> FilePlan:
-    """The edits for one file: the named gates, or every gate the rule would change."""
-    reviews = {(g.file, g.name): g for g in review.gates}
+    """The edits for one file: the named gates, or every gate the rule would change.
+
+    A variable compared against several metrics is one literal: it gets the most permissive
+    of their rule values, and is left alone when it is a lower bound of one metric and an
+    upper bound of another.
+    """
+    reviews = {_key(g): g for g in review.gates}
     wanted = set(command.gates)
+    by_literal: dict[tuple[int, int], list[Gate]] = {}
+    for gate in tf.gates:
+        if not wanted or gate.name in wanted:
+            by_literal.setdefault((gate.start, gate.end), []).append(gate)
     edits: list[GateEdit] = []
     no_data: list[str] = []
-    for gate in tf.gates:
-        if wanted and gate.name not in wanted:
-            continue
-        gate_review = reviews.get((gate.file, gate.name))
-        if gate_review is None or gate_review.recomputed is None:
+    for gates in by_literal.values():
+        gate = gates[0]
+        found = [reviews.get(_key(g)) for g in gates]
+        literals = [
+            format_literal(r.recomputed, r.decimals)
+            for r in found
+            if r is not None and r.recomputed is not None
+        ]
+        if len(literals) < len(gates):
             no_data.append(gate.name)
             continue
-        new_literal = format_literal(gate_review.recomputed, gate_review.decimals)
+        if len({g.is_lower_bound for g in gates}) > 1:
+            continue
+        # the most permissive value passes every window of the literal's gates
+        new_literal = (min if gate.is_lower_bound else max)(literals, key=float)
         if new_literal != gate.literal and float(new_literal) != gate.value:
             edits.append(GateEdit(gate=gate, new_literal=new_literal, new=float(new_literal)))
     if not edits:
@@ -84,7 +104,7 @@ def plan_file(
     written = supports_comments(tf.path)
     if written:
         first = min(edits, key=lambda e: e.gate.line)
-        window = reviews[(first.gate.file, first.gate.name)].window
+        window = reviews[_key(first.gate)].window
         prov = Provenance(
             rule=review.rule,
             window_first=window.first,
@@ -110,7 +130,7 @@ def commit_message(plans: Sequence[FilePlan], rule: RuleSettings, by: str | None
     for plan in plans:
         for edit in plan.edits:
             lines.append(f"- {plan.path}: {edit.summary}")
-    lines += ["", f"Rule: {rule.allowance:.0%} allowance, window {rule.window}."]
+    lines += ["", f"Rule: {rule.allowance_percent} allowance, window {rule.window}."]
     if by:
         lines.append(f"Requested with /rebaseline by @{by}.")
     return "\n".join(lines)

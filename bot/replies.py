@@ -62,7 +62,7 @@ def describe_rule(rule: RuleSettings) -> str:
         span = "the current regime"
     else:
         span = f"runs since {window.since}"
-    return f"{rule.allowance:.0%} allowance from the min/max of {span}"
+    return f"{rule.allowance_percent} allowance from the min/max of {span}"
 
 
 _HEADINGS = {

@@ -92,3 +92,10 @@ def test_stored_approval_is_found_after_a_restart_and_the_newest_wins(tmp_path: 
     )
     assert apply_approval("action_required", old, found) == ("action_required", None)
     assert lookup("o/r", 8) is None and lookup("o/other", 7) is None
+
+
+def test_reply_keeps_a_fractional_allowance() -> None:
+    from bot.models import RuleSettings
+    from bot.replies import describe_rule
+
+    assert describe_rule(RuleSettings(allowance=0.025)).startswith("2.5% allowance")

@@ -82,6 +82,16 @@ def test_shorthands() -> None:
         ("sources:\n  a: {kind: file}\n", 1, "source 'a': a file source needs 'path'"),
         ("sources:\n  a: {kind: mlflow}\n", 1, "an mlflow source needs 'experiment'"),
         (
+            "sources:\n  a: {kind: file, path: r.jsonl, name_regex: '(['}\n",
+            1,
+            "source 'a': name_regex: unterminated character set",
+        ),
+        (
+            "rule:\n  allowance: 5\n",
+            2,
+            "rule.allowance: Input should be less than or equal to 1",
+        ),
+        (
             "sources: {a: {project: p}}\ndefault_source: b\n",
             2,
             "default_source: source 'b' is not defined under 'sources' (defined: a)",

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import csv
 import json
 import math
 from datetime import UTC, datetime
@@ -114,6 +115,14 @@ def test_value_kinds() -> None:
     assert all(math.isfinite(v) for v in run.summary.values())
 
 
+def test_integers_beyond_float_range_are_non_finite() -> None:
+    huge = 10**400
+    text = line("a", "2026-07-01T00:00:00Z", {"big": huge, "small": -huge, "ok": 2})
+    history = parse_jsonl(text, "h.jsonl")
+    assert history.runs[0].summary == {"ok": 2.0}
+    assert history.stats.non_finite_values == 2
+
+
 @pytest.mark.parametrize(
     ("bad", "reason"),
     [
@@ -127,6 +136,11 @@ def test_value_kinds() -> None:
         ('{"id": "x", "created_at": "2026-07-01", "summary": {}, "state": "ok"}', "state"),
         ('{"id": "x", "created_at": "2026-07-01", "summary": {}, "tags": "a"}', "'tags'"),
         ('{"id": ["x"], "created_at": "2026-07-01", "summary": {}}', "'id' must be a string"),
+        # out of range once moved to UTC
+        ('{"id": "x", "created_at": "0001-01-01T00:00+01:00", "summary": {}}', "created_at"),
+        # beyond what Python's JSON decoder takes: too many digits, too deep
+        ('{"id": "x", "created_at": "2026-07-01", "summary": {"m": 1' + "0" * 5000 + "}}", "JSON"),
+        ("[" * 100_000 + "]" * 100_000, "not valid JSON"),
     ],
 )
 def test_bad_line_names_file_and_line(bad: str, reason: str) -> None:
@@ -175,6 +189,16 @@ def test_csv_bad_rows_and_header() -> None:
     with pytest.raises(BadHistory, match="column 'm' appears twice"):
         parse_csv("id,created_at,m,m\n", "runs.csv", skip_bad_lines=True)
     assert parse_csv("", "runs.csv").runs == ()
+
+
+def test_csv_rows_after_a_csv_error_are_still_read() -> None:
+    oversized = "x" * (csv.field_size_limit() + 1)
+    text = f'id,created_at,m\na,2026-07-01,1\nb,2026-07-02,"{oversized}"\nc,2026-07-03,3\n'
+    with pytest.raises(BadHistory, match=r"^runs\.csv:3: not valid CSV: field larger"):
+        parse_csv(text, "runs.csv")
+    history = parse_csv(text + "d,2026-07-04,4\n", "runs.csv", skip_bad_lines=True)
+    assert [r.id for r in history.runs] == ["a", "c", "d"]
+    assert history.stats.skipped_lines == 1
 
 
 def test_csv_line_numbers_count_quoted_newlines() -> None:

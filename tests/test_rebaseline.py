@@ -117,3 +117,54 @@ def test_nothing_to_change_keeps_text() -> None:
     assert unknown_gates(cmd, [tf]) == ["NOPE"]
     plan = plan_file(tf, SCRIPT, review_for(tf, cmd), cmd, today=date(2026, 12, 2))
     assert plan.edits == () and plan.text == SCRIPT and not plan.provenance_written
+
+
+def test_literal_shared_by_two_metrics_gets_the_value_passing_both() -> None:
+    # one variable bounds two metrics: the literal must pass both windows, whichever
+    # comparison comes first in the file
+    t0 = datetime(2026, 10, 1, tzinfo=UTC)
+    runs = tuple(
+        Run(id=f"r{i}", created_at=t0 + timedelta(days=i), summary={"a": 0.8 + i / 1000, "b": 0.6})
+        for i in range(25)
+    )
+    for order in ('"a >= $X" "b >= $X"', '"b >= $X" "a >= $X"'):
+        text = f"X=0.9\nrun --asserts {order}\n"
+        tf = find_gates("t.sh", text, RepoConfig())
+        assert tf is not None and len(tf.gates) == 2
+        cmd = parse_command_line("/rebaseline")
+        assert isinstance(cmd, Command)
+        review = build_review([GateChange(head=g, base=g) for g in tf.gates], History(runs=runs))
+        plan = plan_file(tf, text, review, cmd, today=date(2026, 12, 2))
+        limits = {g.metric: g.recomputed for g in review.gates}
+        assert limits["a"] is not None and limits["b"] is not None and limits["b"] < limits["a"]
+        [edit] = plan.edits  # one literal, one edit
+        assert edit.new == limits["b"]
+        assert all(r.summary[m] >= edit.new for r in runs[-20:] for m in ("a", "b"))
+
+
+def test_lower_and_upper_bound_sharing_a_literal_is_left_alone() -> None:
+    t0 = datetime(2026, 10, 1, tzinfo=UTC)
+    runs = tuple(
+        Run(id=f"r{i}", created_at=t0 + timedelta(days=i), summary={"a": 0.8, "b": 0.6})
+        for i in range(25)
+    )
+    text = 'X=0.9\nrun --asserts "a >= $X" "b <= $X"\n'
+    tf = find_gates("t.sh", text, RepoConfig())
+    assert tf is not None
+    cmd = parse_command_line("/rebaseline")
+    assert isinstance(cmd, Command)
+    review = build_review([GateChange(head=g, base=g) for g in tf.gates], History(runs=runs))
+    assert {g.verdict for g in review.gates} == {"unchanged_failing", "unchanged"}
+    plan = plan_file(tf, text, review, cmd, today=date(2026, 12, 2))
+    assert plan.edits == () and plan.text == text
+
+
+def test_commit_message_and_provenance_keep_a_fractional_allowance() -> None:
+    tf = threshold_file()
+    cmd = parse_command_line("/rebaseline --allowance 2.5%")
+    assert isinstance(cmd, Command)
+    review = review_for(tf, cmd)
+    plan = plan_file(tf, SCRIPT, review, cmd, today=date(2026, 12, 2))
+    assert plan.edits and plan.provenance_written
+    assert "# threshold-bot:" in plan.text and "rule: 2.5% allowance" in plan.text
+    assert "Rule: 2.5% allowance" in commit_message([plan], review.rule, None)

@@ -187,6 +187,12 @@ def test_cli_sync_bad_input_exits_2(cli: typer.Typer, tmp_path: Path) -> None:
     assert bad_config.exit_code == 2
     assert "bad.yml" in bad_config.stderr
     assert "Traceback" not in bad_config.output
+    missing_dir = tmp_path / "no" / "such" / "dir" / "runs.db"
+    for url in ("not a url", f"sqlite:///{missing_dir}"):
+        bad_url = runner.invoke(cli, ["sync", "acme/gsm8k_ci", "--database-url", url])
+        assert bad_url.exit_code == 2, bad_url.output
+        assert bad_url.stderr.startswith("error: the run cache: ")
+        assert len(bad_url.stderr.splitlines()) == 1
 
 
 def test_cli_sync_failing_source_exits_1(cli: typer.Typer) -> None:

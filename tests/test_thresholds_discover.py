@@ -32,6 +32,9 @@ NO_CONFIG = parse_config("")
         ("./ci/*.json", "ci/a.json", True),
         ("ci/a.json", "ci/a.jsonx", False),
         ("ci/**", "ci/a/b", True),
+        # not a valid character class: the "[" is literal, never an error
+        ("ci/run[9-0].sh", "ci/run5.sh", False),
+        ("ci/run[9-0].sh", "ci/run[9-0].sh", True),
     ],
 )
 def test_glob_match(pattern: str, path: str, expected: bool) -> None:

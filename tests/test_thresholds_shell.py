@@ -153,6 +153,13 @@ def test_assignment_inside_arguments_is_not_a_gate() -> None:
     assert "never assigned" in parsed.unbound[0].reason
 
 
+def test_literal_beyond_float_range_is_not_a_gate() -> None:
+    parsed = parse_shell("t.sh", 'X=1e999\nY=-1e400\necho "m >= $X" "n <= $Y"\n')
+    assert parsed.gates == ()
+    assert [(u.name, u.literal) for u in parsed.unbound] == [("X", "1e999"), ("Y", "-1e400")]
+    assert all("not a number" in u.reason for u in parsed.unbound)
+
+
 def test_crlf_and_unterminated_quote_do_not_crash() -> None:
     text = 'X=0.5\r\necho "m >= $X"\r\necho "oops\n'
     (gate,) = parse_shell("t.sh", text).gates

@@ -119,6 +119,12 @@ def test_summary_is_flattened_and_mapped() -> None:
     assert summary.non_numeric == 3  # bool, string, histogram
 
 
+def test_summary_integer_beyond_float_range_is_non_finite() -> None:
+    summary = numeric_summary({"big": 10**400, "small": -(10**400), "ok": 1}, {})
+    assert summary.metrics == {"ok": 1.0}
+    assert summary.non_finite == 2
+
+
 @pytest.mark.parametrize(
     ("message", "expected"),
     [

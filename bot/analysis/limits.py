@@ -62,13 +62,17 @@ def limit_decimals(unrounded: float, literal: str, significant_digits: int = 2) 
     return max(written, needed)
 
 
+def _step(decimals: int) -> Decimal:
+    return Decimal(1).scaleb(-decimals)
+
+
 def rounding_step(decimals: int) -> float:
     """One unit in the last place at ``decimals`` decimals: 2 → 0.01, 0 → 1."""
-    return float(Decimal(1).scaleb(-decimals))
+    return float(_step(decimals))
 
 
 def _quantize(value: Decimal, decimals: int, rounding: str) -> Decimal:
-    return value.quantize(Decimal(1).scaleb(-decimals), rounding=rounding, context=_EXACT)
+    return value.quantize(_step(decimals), rounding=rounding, context=_EXACT)
 
 
 def round_down(value: float, decimals: int) -> float:
@@ -129,7 +133,7 @@ def recompute_limit(
     decimals = limit_decimals(_float(exact), literal, rule.significant_digits)
     limit = _quantize(exact, decimals, ROUND_FLOOR if lower else ROUND_CEILING)
     if not passes(extreme, op, _float(limit)):  # a strict gate exactly on the extreme
-        step = Decimal(1).scaleb(-decimals)
+        step = _step(decimals)
         limit = _EXACT.subtract(limit, step) if lower else _EXACT.add(limit, step)
     result = _float(limit)
     if not passes(extreme, op, result):  # only with more decimals than a float holds
@@ -137,15 +141,16 @@ def recompute_limit(
     return result, decimals
 
 
+def _looseness(proposed: float, recomputed: float, op: Op) -> Decimal:
+    delta = _EXACT.subtract(_dec(recomputed), _dec(proposed))
+    return delta if op in LOWER_BOUND_OPS else -delta
+
+
 def looser_by(proposed: float, recomputed: float, op: Op) -> float:
     """How much more permissive ``proposed`` is than ``recomputed`` (negative: stricter)."""
-    delta = _EXACT.subtract(_dec(recomputed), _dec(proposed))
-    return _float(delta if op in LOWER_BOUND_OPS else -delta)
+    return _float(_looseness(proposed, recomputed, op))
 
 
 def looser_than_rule(proposed: float, recomputed: float, decimals: int, op: Op) -> bool:
     """Whether ``proposed`` is looser than ``recomputed`` by more than one rounding step."""
-    delta = _EXACT.subtract(_dec(recomputed), _dec(proposed))
-    if op not in LOWER_BOUND_OPS:
-        delta = -delta
-    return delta > Decimal(1).scaleb(-decimals)
+    return _looseness(proposed, recomputed, op) > _step(decimals)

@@ -68,7 +68,7 @@ def _timestamp(value: object) -> datetime:
     text = _required(value, "created_at")
     try:
         return as_utc(datetime.fromisoformat(text.strip()))
-    except ValueError:
+    except (ValueError, OverflowError):  # OverflowError: out of range once moved to UTC
         raise _BadLine(f"'created_at' is not an ISO 8601 timestamp: {text!r}") from None
 
 
@@ -100,9 +100,17 @@ def _finite(summary: dict[str, float]) -> int:
     return len(bad)
 
 
+def _float(value: float | int) -> float:
+    """``value`` as a float; an integer too large for one is infinite (counted as such)."""
+    try:
+        return float(value)
+    except OverflowError:
+        return math.inf
+
+
 def _json_summary(raw: dict[str, Any]) -> tuple[dict[str, float], int, int]:
     """Numbers (not booleans) of a JSON summary; counts of non-finite and non-numeric values."""
-    summary = {k: float(v) for k, v in raw.items() if type(v) is float or type(v) is int}
+    summary = {k: _float(v) for k, v in raw.items() if type(v) is float or type(v) is int}
     non_numeric = len(raw) - len(summary)
     return summary, _finite(summary), non_numeric
 
@@ -143,6 +151,8 @@ def _jsonl_line(line: str) -> _Parsed:
         data = json.loads(line)
     except json.JSONDecodeError as exc:
         raise _BadLine(f"not valid JSON: {exc.msg} (column {exc.colno})") from None
+    except (ValueError, RecursionError) as exc:  # an integer of over 4300 digits, deep nesting
+        raise _BadLine(f"not valid JSON: {str(exc).split(':')[0]}") from None
     if not isinstance(data, dict):
         raise _BadLine(f"expected a JSON object, got {type(data).__name__}")
     if "summary" not in data:
@@ -247,11 +257,11 @@ def parse_csv(text: str, name: str, *, skip_bad_lines: bool = False) -> History:
                 cells = next(reader)
             except StopIteration:
                 return
-            except csv.Error as exc:
+            except csv.Error as exc:  # the reader goes on with the next line
                 yield start, partial(_raise, exc)
-                return
-            if any(cell.strip() for cell in cells):
-                yield start, partial(row, cells)
+            else:
+                if any(cell.strip() for cell in cells):
+                    yield start, partial(row, cells)
             start = reader.line_num + 1
 
     return _collect(rows(), name, skip_bad_lines)

@@ -96,7 +96,10 @@ def _number(value: Any) -> float | None:
     if isinstance(value, bool):
         return None
     if isinstance(value, int | float):
-        return float(value)
+        try:
+            return float(value)
+        except OverflowError:  # an integer beyond a float's range: counted as non-finite
+            return math.inf
     if isinstance(value, str) and value.lower() in {"nan", "inf", "-inf", "infinity", "-infinity"}:
         return float(value)  # JSON cannot carry NaN; some servers send it as text
     return None

@@ -16,6 +16,7 @@ from typing import Annotated
 import typer
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.orm import Session, sessionmaker
 
 from bot.config import ConfigError, parse_config
@@ -187,8 +188,10 @@ def sync_command(
         specs = _specs_from(target, config, settings.wandb_entity)
         url = database_url or settings.database_url
         source = cached_source(settings, init_db(make_engine(url)))
-    except (ValueError, ConfigError, SettingsError) as exc:
-        err.print(f"error: {exc}", markup=False, highlight=False)
+    except (ValueError, ConfigError, SettingsError, SQLAlchemyError) as exc:
+        # SQLAlchemyError: a malformed or unreachable database URL
+        where = "the run cache: " if isinstance(exc, SQLAlchemyError) else ""
+        print(f"error: {where}{str(exc).splitlines()[0]}", file=sys.stderr)
         raise typer.Exit(2) from None
     with Progress(
         TextColumn("{task.description}"),

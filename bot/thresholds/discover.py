@@ -24,6 +24,18 @@ from bot.thresholds.shell import SHELL_SUFFIXES, declared_gate, is_shell_script,
 from bot.thresholds.structured import parse_structured
 
 
+def _char_class(body: str) -> str | None:
+    """``[body]`` of a glob as a regex class; None when it is not a valid one (``[z-a]``):
+    the ``[`` is then literal."""
+    body = "^" + body[1:] if body.startswith("!") else body
+    klass = "[" + body.replace("\\", "\\\\").replace("[", "\\[") + "]"
+    try:
+        re.compile(klass)
+    except re.error:
+        return None
+    return klass
+
+
 @lru_cache(maxsize=256)
 def _glob_regex(pattern: str) -> re.Pattern[str]:
     out, i = [], 0
@@ -41,10 +53,12 @@ def _glob_regex(pattern: str) -> re.Pattern[str]:
         elif pattern[i] == "?":
             out.append("[^/]")
             i += 1
-        elif pattern[i] == "[" and (close := pattern.find("]", i + 2)) > 0:
-            body = pattern[i + 1 : close]
-            body = "^" + body[1:] if body.startswith("!") else body
-            out.append("[" + body.replace("\\", "\\\\") + "]")
+        elif (
+            pattern[i] == "["
+            and (close := pattern.find("]", i + 2)) > 0
+            and (klass := _char_class(pattern[i + 1 : close]))
+        ):
+            out.append(klass)
             i = close + 1
         else:
             out.append(re.escape(pattern[i]))

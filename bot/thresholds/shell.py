@@ -24,6 +24,7 @@ projects named in one file are ambiguous and give no source.
 
 from __future__ import annotations
 
+import math
 import re
 from bisect import bisect_left
 from collections.abc import Iterable, Iterator
@@ -118,6 +119,8 @@ def _assignment(word: Word, newlines: list[int]) -> _Assignment | None:
     else:
         return _Assignment(name, _line(newlines, word.start), text)
     literal = part.text[start - part.start : end - part.start]
+    if not math.isfinite(float(literal)):  # 1e999: no usable threshold
+        return _Assignment(name, _line(newlines, word.start), text)
     return _Assignment(name, _line(newlines, start), text, literal, start, end)
 
 
