@@ -20,9 +20,8 @@ RUN python -c "import tomllib; p = tomllib.load(open('pyproject.toml', 'rb'))['p
 extra = p['optional-dependencies']; \
 print('\n'.join(p['dependencies'] + extra['redis'] + extra['mlflow']))" > /tmp/requirements.txt \
     && pip install --no-cache-dir -r /tmp/requirements.txt
-# Then the code; the wheel ships templates/ inside the package (bot/templates).
+# Then the code; the wheel ships the comment templates inside the package.
 COPY bot ./bot
-COPY templates ./templates
 RUN pip install --no-cache-dir --no-deps .
 
 RUN useradd --system --uid 10001 --user-group --home-dir /data --create-home threshold-bot

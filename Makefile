@@ -13,11 +13,11 @@ $(STAMP): pyproject.toml
 	touch $(STAMP)
 
 demo: $(STAMP)
-	$(BIN)/python -m bot.demo_app
+	$(BIN)/python -m demo.app
 
 lint: $(STAMP)
-	$(BIN)/ruff check bot tests bench
-	$(BIN)/ruff format --check bot tests bench
+	$(BIN)/ruff check bot demo tests bench
+	$(BIN)/ruff format --check bot demo tests bench
 
 typecheck: $(STAMP)
 	$(BIN)/mypy

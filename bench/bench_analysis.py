@@ -20,9 +20,9 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bot.analysis.regimes import detect_regimes
-from bot.analysis.review import build_review
-from bot.models import Gate, GateChange, History, Run
+from bot.core.analysis.regimes import detect_regimes
+from bot.core.analysis.review import build_review
+from bot.core.models import Gate, GateChange, History, Run
 
 METRICS = 40
 GATES = 10

@@ -24,8 +24,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from bot.demo_app import demo_app  # noqa: E402
-from bot.demo_data import (  # noqa: E402
+from demo.app import demo_app  # noqa: E402
+from demo.data import (  # noqa: E402
     METRICS,
     SCRIPT_PATH,
     DemoPull,

@@ -13,13 +13,13 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bot.analysis.review import build_review
-from bot.config import RepoConfig
-from bot.demo_data import SCRIPT_PATH, build_example, dump_jsonl, scaled_history
-from bot.history.files import read_history
-from bot.render import render_comment
-from bot.thresholds.diff import diff_gates
-from bot.thresholds.discover import find_gates
+from bot.adapters.history.files import read_history
+from bot.core.analysis.review import build_review
+from bot.core.config import RepoConfig
+from bot.core.render.review import render_comment
+from bot.core.thresholds.diff import diff_gates
+from bot.core.thresholds.discover import find_gates
+from demo.data import SCRIPT_PATH, build_example, dump_jsonl, scaled_history
 
 CASES = ((350, 40, 0.5), (10_000, 40, 3.0))
 REPEATS = 3

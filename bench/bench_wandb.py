@@ -20,10 +20,10 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from bot.history.cache import CachedSource  # noqa: E402
-from bot.history.wandb_source import WandbSource  # noqa: E402
-from bot.models import SourceSpec  # noqa: E402
-from bot.store.db import init_db, make_engine  # noqa: E402
+from bot.adapters.history.cache import CachedSource  # noqa: E402
+from bot.adapters.history.wandb_source import WandbSource  # noqa: E402
+from bot.adapters.store.db import init_db, make_engine  # noqa: E402
+from bot.core.models import SourceSpec  # noqa: E402
 from tests.fakes.wandb_server import API_KEY, FakeWandb, nightly_run, serve  # noqa: E402
 
 PER_PAGE = 1000

@@ -13,8 +13,8 @@ import sqlite3
 import time
 from typing import Any
 
-from bot.handlers.context import HandlerContext
-from bot.router import router
+from bot.core.routing import router
+from bot.features.context import HandlerContext
 
 EVENT = "crash_test"
 

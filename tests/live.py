@@ -3,7 +3,7 @@
 ``live_server(app)`` runs uvicorn in a thread on ``127.0.0.1:0`` and yields its base
 URL; ``Recorder`` is a router whose handlers record what they were called with
 (the bedevere way of testing routing); ``ServerProcess`` runs
-``python -m bot.serve serve`` as a subprocess (crash test, benchmark).
+``python -m bot.app.serve serve`` as a subprocess (crash test, benchmark).
 """
 
 from __future__ import annotations
@@ -26,10 +26,10 @@ from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import rsa
 from fastapi import FastAPI
 
-from bot.handlers.context import HandlerContext
-from bot.router import Router
-from bot.settings import Settings
-from bot.store import deliveries
+from bot.adapters.settings import Settings
+from bot.adapters.store import deliveries
+from bot.core.routing import Router
+from bot.features.context import HandlerContext
 
 SECRET = "test-secret-0123456789"
 
@@ -148,7 +148,7 @@ def make_pem() -> str:
 
 
 class ServerProcess:
-    """``python -m bot.serve serve --port 0`` as a subprocess, logging to a file."""
+    """``python -m bot.app.serve serve --port 0`` as a subprocess, logging to a file."""
 
     def __init__(
         self, env: dict[str, str], cwd: Path, log: Path, args: tuple[str, ...] = ()
@@ -160,7 +160,7 @@ class ServerProcess:
             [
                 sys.executable,
                 "-m",
-                "bot.serve",
+                "bot.app.serve",
                 "serve",
                 "--host",
                 "127.0.0.1",

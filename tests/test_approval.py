@@ -7,13 +7,18 @@ from pathlib import Path
 
 import pytest
 
-from bot.approval import apply_approval, approval_note, gate_values, stored_approvals
-from bot.config import RepoConfig
-from bot.models import Conclusion
-from bot.store import approvals
-from bot.store.approvals import Approval, gate_key
-from bot.store.db import init_db, make_engine
-from bot.thresholds.discover import find_gates
+from bot.adapters.store import approvals
+from bot.adapters.store.approvals import Approval, gate_key
+from bot.adapters.store.db import init_db, make_engine
+from bot.core.config import RepoConfig
+from bot.core.models import Conclusion
+from bot.core.thresholds.discover import find_gates
+from bot.features.approval.decision import (
+    apply_approval,
+    approval_note,
+    gate_values,
+    stored_approvals,
+)
 from tests.test_review_pr import SCRIPT, script
 
 WHEN = datetime(2026, 12, 2, 9, 30, tzinfo=UTC)
@@ -95,7 +100,7 @@ def test_stored_approval_is_found_after_a_restart_and_the_newest_wins(tmp_path: 
 
 
 def test_reply_keeps_a_fractional_allowance() -> None:
-    from bot.models import RuleSettings
-    from bot.replies import describe_rule
+    from bot.core.models import RuleSettings
+    from bot.features.replies import describe_rule
 
     assert describe_rule(RuleSettings(allowance=0.025)).startswith("2.5% allowance")

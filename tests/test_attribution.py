@@ -1,12 +1,12 @@
-"""``bot.attribution``: regime changes get the PRs merged between their commits."""
+"""``bot.features.review.attribution``: regime changes get the PRs merged between their commits."""
 
 from __future__ import annotations
 
 from datetime import UTC, datetime
 
-from bot.attribution import attribute
-from bot.github import GitHubTransientError, PullInfo
-from bot.models import Change, Review
+from bot.adapters.github.client import GitHubTransientError, PullInfo
+from bot.core.models import Change, Review
+from bot.features.review.attribution import attribute
 from tests.fakes.recording_github import RecordingGitHub
 
 AT = datetime(2026, 8, 1, tzinfo=UTC)

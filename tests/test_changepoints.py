@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from bot.analysis.changepoints import (
+from bot.core.analysis.changepoints import (
     FloatArray,
     clean,
     detect,
@@ -16,7 +16,7 @@ from bot.analysis.changepoints import (
     segment_sigma,
     step,
 )
-from bot.models import RegimeSettings
+from bot.core.models import RegimeSettings
 
 
 def _steps(levels: list[float], lengths: list[int], sigma: float, seed: int) -> FloatArray:

@@ -15,9 +15,9 @@ import numpy as np
 import pytest
 from typer.testing import CliRunner, Result
 
-from bot.cli import app
-from bot.demo_data import GATED_METRICS, SCRIPT_PATH, ExamplePaths, write_example
-from bot.render import MARKER
+from bot.cli.main import app
+from bot.core.render.review import MARKER
+from demo.data import GATED_METRICS, SCRIPT_PATH, ExamplePaths, write_example
 
 RUNNER = CliRunner()
 

@@ -10,10 +10,10 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from bot.analysis.limits import recompute_limit
-from bot.cli import app, web_url
-from bot.demo_data import build_example, dump_jsonl
-from bot.models import RuleSettings
+from bot.cli.main import app, web_url
+from bot.core.analysis.limits import recompute_limit
+from bot.core.models import RuleSettings
+from demo.data import build_example, dump_jsonl
 from tests.fakes.github_api import FakeGitHub
 from tests.fakes.wandb_server import API_KEY, FakeWandb, nightly_run, serve
 

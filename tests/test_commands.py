@@ -4,7 +4,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from bot.commands import (
+from bot.core.commands import (
     MAX_COMMANDS,
     Command,
     CommandProblem,
@@ -12,7 +12,7 @@ from bot.commands import (
     parse_command_line,
     parse_comment,
 )
-from bot.models import WindowSpec
+from bot.core.models import WindowSpec
 
 
 def only(body: str) -> Command:

@@ -12,22 +12,22 @@ from typing import Any
 
 import pytest
 
-from bot.commands import HELP_TEXT
-from bot.github import (
+from bot.adapters.github.client import (
     GitHubForbidden,
     GitHubPermanentError,
     GitHubTransientError,
     GitHubUnprocessable,
     ReviewComment,
 )
-from bot.handlers.approval import on_requested_action
-from bot.handlers.comments import on_comment
-from bot.handlers.context import DeliveryInfo, HandlerContext
-from bot.models import History, Run, SourceSpec
-from bot.permissions import RANK
-from bot.router import load_handlers
-from bot.store import approvals, audit
-from bot.store.db import init_db, make_engine
+from bot.adapters.store import approvals, audit
+from bot.adapters.store.db import init_db, make_engine
+from bot.core.commands import HELP_TEXT
+from bot.core.models import History, Run, SourceSpec
+from bot.core.permissions import RANK
+from bot.core.routing import load_handlers
+from bot.features.approval.handlers import on_requested_action
+from bot.features.comments import on_comment
+from bot.features.context import DeliveryInfo, HandlerContext
 from tests.fakes.recording_github import RecordingGitHub
 from tests.live import make_settings
 from tests.test_review_pr import CONFIG, METRIC, SCRIPT, script

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from bot.config import CONFIG_PATH, ConfigError, RepoConfig, parse_config
-from bot.models import RuleSettings, WindowSpec
+from bot.core.config import CONFIG_PATH, ConfigError, RepoConfig, parse_config
+from bot.core.models import RuleSettings, WindowSpec
 
 DATA = Path(__file__).resolve().parent / "data"
 

@@ -1,6 +1,6 @@
 """Crash safety: ``kill -9`` a real server mid-work, restart it, nothing is lost or doubled.
 
-The server runs as ``python -m bot.serve serve --port 0`` with the slow test handler
+The server runs as ``python -m bot.app.serve serve --port 0`` with the slow test handler
 of ``tests/crash_handler.py`` loaded through ``EXTRA_HANDLERS``.
 """
 
@@ -17,9 +17,9 @@ from pathlib import Path
 import httpx
 import pytest
 
-from bot.store import deliveries
-from bot.store.db import init_db, make_engine
-from bot.store.deliveries import NewDelivery
+from bot.adapters.store import deliveries
+from bot.adapters.store.db import init_db, make_engine
+from bot.adapters.store.deliveries import NewDelivery
 from tests.conftest import ROOT
 from tests.crash_handler import EVENT
 from tests.live import SECRET, ServerProcess, make_pem, wait_until
@@ -141,7 +141,7 @@ def test_worker_process_alone_finishes_stored_deliveries(
     log = tmp_path / "worker.log"
     with log.open("wb") as out:
         worker = subprocess.Popen(
-            [sys.executable, "-m", "bot.serve", "worker"],
+            [sys.executable, "-m", "bot.app.serve", "worker"],
             env={**env, "CRASH_TEST_SECONDS": "0"},
             cwd=tmp_path,
             stdout=out,

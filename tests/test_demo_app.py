@@ -1,12 +1,12 @@
-"""``python -m bot.demo_app``: the App demo runs offline and prints what the App posted."""
+"""``python -m demo.app``: the App demo runs offline and prints what the App posted."""
 
 from __future__ import annotations
 
 import pytest
 
-from bot.demo_app import main
-from bot.demo_data import build_example
-from bot.render import MARKER
+from bot.core.render.review import MARKER
+from demo.app import main
+from demo.data import build_example
 
 
 def test_demo_prints_the_comment_and_check_run(capsys: pytest.CaptureFixture[str]) -> None:

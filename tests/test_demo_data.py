@@ -10,8 +10,11 @@ from pathlib import Path
 
 import pytest
 
-from bot import demo
-from bot.demo_data import (
+from bot.adapters.history.files import read_history
+from bot.core.render.markdown import escape
+from bot.core.render.review import MARKER
+from demo import example
+from demo.data import (
     GATED_METRICS,
     METRICS,
     build_example,
@@ -20,9 +23,6 @@ from bot.demo_data import (
     scaled_history,
     write_example,
 )
-from bot.history.files import read_history
-from bot.markdown import escape
-from bot.render import MARKER
 
 
 @pytest.fixture(scope="module")
@@ -134,7 +134,7 @@ def test_scaled_history_for_benchmarks() -> None:
 def test_make_demo_prints_the_comment_with_the_prs_behind_each_change(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    demo.main()
+    example.main()
     out, err = capsys.readouterr()
     assert out.startswith(MARKER + "\n") and "Action required" in out.splitlines()[1]
     assert err.startswith("threshold-bot demo:")

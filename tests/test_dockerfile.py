@@ -21,10 +21,10 @@ _INSTALLS_PROJECT = re.compile(
 
 
 def package_dirs() -> list[PurePosixPath]:
-    """Every package directory of the build, as setuptools maps it."""
+    """Every top-level package directory of the build, as setuptools finds it."""
     tool = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]
-    mapped = tool.get("package-dir", {})
-    return [PurePosixPath(mapped.get(p, p.replace(".", "/"))) for p in tool["packages"]]
+    include = tool["packages"]["find"]["include"]
+    return [PurePosixPath(pattern.rstrip("*").rstrip(".").replace(".", "/")) for pattern in include]
 
 
 def copied_before_install() -> list[PurePosixPath]:
@@ -58,4 +58,4 @@ def test_the_check_itself_spots_a_missing_directory() -> None:
     assert _INSTALLS_PROJECT.search('RUN pip install --no-cache-dir -e ".[redis,mlflow]"')
     assert _INSTALLS_PROJECT.search("RUN pip install --no-cache-dir --no-deps .")
     assert not _INSTALLS_PROJECT.search("RUN pip install --no-cache-dir -r /tmp/requirements.txt")
-    assert PurePosixPath("bot/analysis") in package_dirs()
+    assert package_dirs() == [PurePosixPath("bot")]

@@ -1,6 +1,6 @@
 """End to end: real uvicorn + worker threads + SQLite, the real PyGithub client, FakeGitHub.
 
-GitHub's own webhook payloads (shared fixtures) are patched to point at the fake
+GitHub's own webhook payloads (``tests/fixtures/github``) are patched to point at the fake
 repository, signed, and POSTed to ``/webhook``; the tests then read what the App did
 from the fake's state: the one marked comment, the check run and its buttons.
 """
@@ -14,13 +14,13 @@ from typing import Any
 
 import pytest
 
-from bot.github import client_factory
-from bot.history.base import HistoryUnavailable
-from bot.models import History, SourceSpec
-from bot.render import MARKER
-from bot.runtime import Runtime, build
-from bot.store import deliveries
-from bot.web import create_app
+from bot.adapters.github.client import client_factory
+from bot.adapters.store import deliveries
+from bot.app.runtime import Runtime, build
+from bot.app.web import create_app
+from bot.core.history.sources import HistoryUnavailable
+from bot.core.models import History, SourceSpec
+from bot.core.render.review import MARKER
 from tests.fakes.github_api import FakeGitHub
 from tests.fakes.github_state import Repo
 from tests.live import deliver_and_wait, live_server, make_settings

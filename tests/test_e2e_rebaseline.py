@@ -21,11 +21,11 @@ import pytest
 import typer
 from typer.testing import CliRunner
 
-from bot.audit_cli import audit_command
-from bot.github import client_factory
-from bot.runtime import build
-from bot.store import deliveries
-from bot.web import create_app
+from bot.adapters.github.client import client_factory
+from bot.adapters.store import deliveries
+from bot.app.runtime import build
+from bot.app.web import create_app
+from bot.cli.audit import audit_command
 from tests.fakes.github_api import FakeGitHub
 from tests.fakes.github_state import CheckRun, IssueComment
 from tests.live import SECRET, live_server, make_settings

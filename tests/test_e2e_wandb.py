@@ -2,7 +2,7 @@
 real wandb client against the fake W&B GraphQL server.
 
 The App is built exactly as ``serve`` builds it, except for the GitHub client's base URL:
-history comes from ``bot.history.factory.source_factory`` (the run cache in the App's store,
+history comes from ``bot.adapters.history.factory.source_factory`` (the run cache in the App's store,
 synced from W&B), and the W&B settings come from the ``WANDB_*`` environment variables.
 One App, one FakeGitHub and one fake W&B serve the whole module (the wandb client starts a
 sidecar process); every test uses its own pull request, and the repository or W&B project
@@ -20,15 +20,15 @@ from typing import Any
 
 import pytest
 
-from bot.github import client_factory
-from bot.history.cache import CachedSource
-from bot.models import SourceSpec
-from bot.recheck import RecheckReport, recheck_job
-from bot.render import MARKER
-from bot.runtime import Runtime, build
-from bot.settings import Settings
-from bot.store import deliveries, runs, tracked
-from bot.web import create_app
+from bot.adapters.github.client import client_factory
+from bot.adapters.history.cache import CachedSource
+from bot.adapters.settings import Settings
+from bot.adapters.store import deliveries, runs, tracked
+from bot.app.runtime import Runtime, build
+from bot.app.web import create_app
+from bot.core.models import SourceSpec
+from bot.core.render.review import MARKER
+from bot.features.review.recheck import RecheckReport, recheck_job
 from tests.fakes.github_api import FakeGitHub
 from tests.fakes.github_state import CheckRun, IssueComment, Repo
 from tests.fakes.wandb_server import API_KEY, FakeRun, FakeWandb, serve

@@ -7,7 +7,7 @@ from datetime import UTC, datetime, timedelta
 import numpy as np
 import pytest
 
-from bot.analysis.failures import (
+from bot.core.analysis.failures import (
     classify,
     count_failures,
     failing_mask,
@@ -15,8 +15,8 @@ from bot.analysis.failures import (
     find_shift,
     streak_length,
 )
-from bot.analysis.windows import BoolArray
-from bot.models import Failures, Op, Run
+from bot.core.analysis.windows import BoolArray
+from bot.core.models import Failures, Op, Run
 
 T0 = datetime(2026, 6, 1, tzinfo=UTC)
 

@@ -1,4 +1,4 @@
-"""``bot.github`` — the real PyGithub client against the local fake GitHub (HTTP on 127.0.0.1).
+"""``bot.adapters.github.client`` — the real PyGithub client against the local fake GitHub (HTTP on 127.0.0.1).
 
 Every test ends with ``fake.check()``: no response broke GitHub's OpenAPI schema, no
 endpoint the client used is missing from the fake.
@@ -11,7 +11,7 @@ from datetime import UTC, datetime
 
 import pytest
 
-from bot.github import (
+from bot.adapters.github.client import (
     CheckAction,
     GitHubApp,
     GitHubClient,
@@ -21,7 +21,7 @@ from bot.github import (
     ReviewComment,
     _create_once,
 )
-from bot.retry import is_transient
+from bot.core.retry import is_transient
 from tests.fakes.github_api import FakeGitHub
 from tests.fakes.github_state import IssueComment, Repo
 

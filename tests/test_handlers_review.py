@@ -10,13 +10,13 @@ from typing import Any
 
 import pytest
 
-from bot.handlers.check_run import on_rerequested
-from bot.handlers.context import DeliveryInfo, HandlerContext
-from bot.handlers.pull_request import on_closed, on_pull_request
-from bot.models import History, Run, SourceSpec
-from bot.router import load_handlers
-from bot.store import tracked
-from bot.store.db import init_db, make_engine
+from bot.adapters.store import tracked
+from bot.adapters.store.db import init_db, make_engine
+from bot.core.models import History, Run, SourceSpec
+from bot.core.routing import load_handlers
+from bot.features.context import DeliveryInfo, HandlerContext
+from bot.features.review.check_run import on_rerequested
+from bot.features.review.handlers import on_closed, on_pull_request
 from tests.fakes.recording_github import RecordingGitHub
 from tests.live import make_settings
 from tests.test_review_pr import METRIC, SCRIPT, script

@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from bot.history.base import BadHistory, HistoryNotFound, HistorySource
-from bot.history.files import FileSource, parse_csv, parse_jsonl, read_history, select_runs
-from bot.models import SourceSpec
+from bot.adapters.history.files import FileSource, parse_csv, parse_jsonl, read_history, select_runs
+from bot.core.history.sources import BadHistory, HistoryNotFound, HistorySource
+from bot.core.models import SourceSpec
 
 DATA = Path(__file__).resolve().parent / "data"
 

@@ -11,11 +11,11 @@ from pathlib import Path
 import pytest
 from sqlalchemy import text
 
-from bot.intake_gate import IntakeGate
-from bot.runtime import build
-from bot.store import deliveries
-from bot.store.deliveries import NewDelivery
-from bot.store.group_commit import GroupCommit
+from bot.adapters.store import deliveries
+from bot.adapters.store.deliveries import NewDelivery
+from bot.adapters.store.group_commit import GroupCommit
+from bot.app.intake_gate import IntakeGate
+from bot.app.runtime import build
 from tests.live import make_settings
 from tests.webhooks import fixture, new_delivery_id
 

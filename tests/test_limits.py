@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from bot.analysis.limits import (
+from bot.core.analysis.limits import (
     decimals_of,
     limit_decimals,
     looser_by,
@@ -20,7 +20,7 @@ from bot.analysis.limits import (
     rounding_step,
     unrounded_limit,
 )
-from bot.models import Op, RuleSettings, passes
+from bot.core.models import Op, RuleSettings, passes
 
 RULE = RuleSettings()
 OPS: tuple[Op, ...] = (">=", ">", "<=", "<")

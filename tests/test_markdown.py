@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 from markdown_it import MarkdownIt
 from markdown_it.token import Token
 
-from bot.markdown import Markdown, code, details, escape, join, link, safe_url, truncate
+from bot.core.render.markdown import Markdown, code, details, escape, join, link, safe_url, truncate
 
 MD = MarkdownIt("commonmark", {"html": True}).enable(["table", "strikethrough"])
 BREAKS = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]+")

@@ -18,11 +18,11 @@ from typing import Any
 import pytest
 from sqlalchemy.orm import Session, sessionmaker
 
-from bot.history.base import HistoryNotFound, HistoryUnavailable
-from bot.history.cache import CachedSource
-from bot.history.mlflow_source import COMMIT_TAG, MlflowSource, prepare_environment
-from bot.models import SourceSpec
-from bot.store.db import init_db, make_engine
+from bot.adapters.history.cache import CachedSource
+from bot.adapters.history.mlflow_source import COMMIT_TAG, MlflowSource, prepare_environment
+from bot.adapters.store.db import init_db, make_engine
+from bot.core.history.sources import HistoryNotFound, HistoryUnavailable
+from bot.core.models import SourceSpec
 
 prepare_environment()  # before mlflow is imported: no telemetry, bounded retries
 mlflow_tracking = pytest.importorskip(

@@ -2,8 +2,8 @@ from datetime import UTC, date, datetime
 
 import pytest
 
-from bot.config import ConfigError, parse_config
-from bot.models import RuleSettings, Run, WindowSpec, passes
+from bot.core.config import ConfigError, parse_config
+from bot.core.models import RuleSettings, Run, WindowSpec, passes
 
 
 def test_naive_timestamp_is_utc() -> None:

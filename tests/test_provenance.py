@@ -1,7 +1,12 @@
 from datetime import UTC, date, datetime
 
-from bot.models import Change, MetricShift, RuleSettings, WindowSpec
-from bot.provenance import Provenance, find_block, supports_comments, write_provenance
+from bot.core.models import Change, MetricShift, RuleSettings, WindowSpec
+from bot.features.rebaseline.provenance import (
+    Provenance,
+    find_block,
+    supports_comments,
+    write_provenance,
+)
 
 SCRIPT = """#!/bin/bash
 set -e

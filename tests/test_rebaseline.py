@@ -7,13 +7,13 @@ from datetime import UTC, date, datetime, timedelta
 
 import numpy as np
 
-from bot.analysis.limits import recompute_limit
-from bot.analysis.review import build_review
-from bot.commands import Command, parse_command_line
-from bot.config import RepoConfig
-from bot.models import GateChange, History, RuleSettings, Run, ThresholdFile, WindowSpec
-from bot.rebaseline import commit_message, plan_file, rule_for, unknown_gates
-from bot.thresholds.discover import find_gates
+from bot.core.analysis.limits import recompute_limit
+from bot.core.analysis.review import build_review
+from bot.core.commands import Command, parse_command_line
+from bot.core.config import RepoConfig
+from bot.core.models import GateChange, History, RuleSettings, Run, ThresholdFile, WindowSpec
+from bot.core.thresholds.discover import find_gates
+from bot.features.rebaseline.plan import commit_message, plan_file, rule_for, unknown_gates
 
 SCRIPT = """#!/bin/bash
 # nightly gsm8k e2e

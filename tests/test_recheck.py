@@ -1,4 +1,4 @@
-"""``bot.recheck``: tracking open threshold PRs and re-reviewing them when runs arrive.
+"""``bot.features.review.recheck``: tracking open threshold PRs and re-reviewing them when runs arrive.
 
 Real SQLite store (tmp_path), the recording GitHub, and a W&B stand-in whose runs the
 test extends between re-checks.
@@ -14,11 +14,11 @@ from pathlib import Path
 import pytest
 from sqlalchemy.orm import Session, sessionmaker
 
-from bot.history.cache import SyncResult
-from bot.models import History, Run, SourceSpec
-from bot.recheck import recheck, review_and_track, stale, unique_sources
-from bot.store import tracked
-from bot.store.db import init_db, make_engine
+from bot.adapters.history.cache import SyncResult
+from bot.adapters.store import tracked
+from bot.adapters.store.db import init_db, make_engine
+from bot.core.models import History, Run, SourceSpec
+from bot.features.review.recheck import recheck, review_and_track, stale, unique_sources
 from tests.fakes.recording_github import RecordingGitHub
 from tests.test_review_pr import CONFIG, FILE_SOURCE, HISTORY, METRIC, SCRIPT, history_jsonl, script
 

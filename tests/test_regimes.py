@@ -8,9 +8,9 @@ from datetime import UTC, datetime, timedelta
 import numpy as np
 import pytest
 
-from bot.analysis.regimes import detect_regimes
-from bot.config import ConfigError, parse_config
-from bot.models import Regime, RegimeSettings, Run
+from bot.core.analysis.regimes import detect_regimes
+from bot.core.config import ConfigError, parse_config
+from bot.core.models import Regime, RegimeSettings, Run
 
 T0 = datetime(2026, 3, 1, 8, 0, tzinfo=UTC)
 

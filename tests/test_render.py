@@ -10,8 +10,7 @@ from markdown_it import MarkdownIt
 from markdown_it.token import Token
 from rich.console import Console
 
-from bot.markdown import Markdown
-from bot.models import (
+from bot.core.models import (
     Change,
     Failures,
     GateReview,
@@ -23,7 +22,8 @@ from bot.models import (
     UnboundVariable,
     WindowInfo,
 )
-from bot.render import (
+from bot.core.render.markdown import Markdown
+from bot.core.render.review import (
     MARKER,
     environment,
     fmt_date,
@@ -33,7 +33,7 @@ from bot.render import (
     render_comment,
     render_json,
 )
-from bot.terminal import review_table
+from bot.core.render.terminal import review_table
 
 MD = MarkdownIt("commonmark", {"html": True}).enable(["table", "strikethrough"])
 T0 = datetime(2026, 6, 30, 8, 5, tzinfo=UTC)

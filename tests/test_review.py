@@ -9,15 +9,15 @@ from decimal import ROUND_CEILING, ROUND_FLOOR, Decimal
 import numpy as np
 import pytest
 
-from bot.analysis.explain import fmt_date, fmt_move, fmt_num
-from bot.analysis.review import (
+from bot.core.analysis.explain import fmt_date, fmt_move, fmt_num
+from bot.core.analysis.review import (
     build_review,
     conclusion_of,
     merge_reviews,
     unavailable_review,
     verdict_of,
 )
-from bot.models import (
+from bot.core.models import (
     Failures,
     Gate,
     GateChange,

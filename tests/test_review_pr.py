@@ -1,4 +1,4 @@
-"""``bot.review_pr`` against a recording in-memory GitHub (no HTTP).
+"""``bot.features.review.pull`` against a recording in-memory GitHub (no HTTP).
 
 The history has two regimes (``eval/all/avg_score`` around 0.40, then around 0.56
 from run 20, the commit of merged PR #12); expected numbers are computed here from
@@ -16,11 +16,11 @@ from types import SimpleNamespace
 
 import pytest
 
-from bot.history.base import HistorySource, HistoryUnavailable
-from bot.models import History, SourceSpec
-from bot.render import render_check, render_comment
-from bot.review_pr import APPROVE, review_pull
-from bot.store.approvals import gate_key
+from bot.adapters.store.approvals import gate_key
+from bot.core.history.sources import HistorySource, HistoryUnavailable
+from bot.core.models import History, SourceSpec
+from bot.core.render.review import render_check, render_comment
+from bot.features.review.pull import APPROVE, review_pull
 from tests.fakes.recording_github import RecordingGitHub
 
 SCRIPT = "tests/ci/nightly.sh"
@@ -182,7 +182,7 @@ def test_remote_source_is_read_through_the_factory(repo: RecordingGitHub) -> Non
     repo.open_pull(13, {SCRIPT: script("0.50", project="gsm8k_ci")})
     text = repo.file_text(repo.repo, HISTORY, "main")
     assert text is not None
-    from bot.history.files import parse_history
+    from bot.adapters.history.files import parse_history
 
     history = parse_history(text, HISTORY)
     remote: Callable[[SourceSpec], HistorySource] = lambda spec: _Fixed(history)  # noqa: E731

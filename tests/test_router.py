@@ -8,10 +8,10 @@ from typing import Any
 
 import pytest
 
-from bot.handlers.context import DeliveryInfo, HandlerContext
-from bot.router import HANDLER_MODULES, Router, is_own_event, load_handlers, skip_reason
-from bot.store import installations
-from bot.store.db import init_db, make_engine
+from bot.adapters.store import installations
+from bot.adapters.store.db import init_db, make_engine
+from bot.core.routing import HANDLER_MODULES, Router, is_own_event, load_handlers, skip_reason
+from bot.features.context import DeliveryInfo, HandlerContext
 from tests.live import Recorder, make_settings
 from tests.webhooks import event_of, fixture, fixture_names, patched
 
@@ -97,7 +97,7 @@ def test_own_events_and_unrouted_events_are_skipped() -> None:
 
 def test_builtin_handler_modules_register_bookkeeping() -> None:
     router = load_handlers()
-    assert "bot.handlers.bookkeeping" in HANDLER_MODULES
+    assert "bot.features.installations" in HANDLER_MODULES
     for event in ("ping", "installation", "installation_repositories"):
         assert router.handlers(event, None), event
 

@@ -9,12 +9,12 @@ from pathlib import Path
 import pytest
 from sqlalchemy.orm import Session, sessionmaker
 
-from bot.history.base import HistoryUnavailable
-from bot.history.cache import CachedSource, tally
-from bot.history.wandb_source import WandbSource
-from bot.models import SourceSpec
-from bot.store import runs as store
-from bot.store.db import init_db, make_engine
+from bot.adapters.history.cache import CachedSource, tally
+from bot.adapters.history.wandb_source import WandbSource
+from bot.adapters.store import runs as store
+from bot.adapters.store.db import init_db, make_engine
+from bot.core.history.sources import HistoryUnavailable
+from bot.core.models import SourceSpec
 from tests.fakes.wandb_server import API_KEY, NIGHTLY_START, FakeWandb, nightly_run, serve
 
 ENTITY, PROJECT = "acme", "gsm8k_ci"

@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from bot import logs
-from bot.settings import Settings, SettingsError, load_settings
+from bot.adapters.settings import Settings, SettingsError, load_settings
+from bot.app import logs
 from tests.conftest import ROOT
 from tests.live import make_pem
 
@@ -113,7 +113,7 @@ def test_serve_stops_with_one_line(tmp_path: Path) -> None:
     env = {k: v for k, v in os.environ.items() if k in ("PATH", "HOME", "LANG")}
     env["PYTHONPATH"] = str(ROOT)
     result = subprocess.run(
-        [sys.executable, "-m", "bot.serve", "serve", "--port", "0"],
+        [sys.executable, "-m", "bot.app.serve", "serve", "--port", "0"],
         env=env,
         cwd=tmp_path,
         capture_output=True,

@@ -8,7 +8,7 @@ import hmac
 from hypothesis import given
 from hypothesis import strategies as st
 
-from bot.signature import sign, verify
+from bot.core.signature import sign, verify
 
 
 def test_github_documented_example() -> None:

@@ -3,9 +3,9 @@ from pathlib import Path
 
 import pytest
 
-from bot.permissions import allows, effective_level
-from bot.store import approvals, audit
-from bot.store.db import init_db, make_engine
+from bot.adapters.store import approvals, audit
+from bot.adapters.store.db import init_db, make_engine
+from bot.core.permissions import allows, effective_level
 
 
 @pytest.fixture

@@ -5,7 +5,14 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from bot.suggestions import Hunk, commentable, hunks, placeable, suggestion, unified
+from bot.features.rebaseline.suggestions import (
+    Hunk,
+    commentable,
+    hunks,
+    placeable,
+    suggestion,
+    unified,
+)
 
 OLD = "a\n# threshold-bot: old\n#   rule: x\nV=0.56\nb\nc\nd\ne\nf\ng\nW=283\n"
 

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from bot.models import ThresholdFile
-from bot.thresholds.diff import diff_gates, removed_gates
-from bot.thresholds.shell import parse_shell
+from bot.core.models import ThresholdFile
+from bot.core.thresholds.diff import diff_gates, removed_gates
+from bot.core.thresholds.shell import parse_shell
 
 SCRIPT = (Path(__file__).resolve().parent / "data" / "nightly_gsm8k.sh").read_text(encoding="utf-8")
 PATH = "tests/ci/gsm8k.sh"

@@ -6,10 +6,10 @@ from pathlib import Path
 
 import pytest
 
-from bot.config import parse_config
-from bot.models import SourceSpec
-from bot.thresholds.discover import find_gates, glob_match, is_candidate
-from bot.thresholds.errors import ThresholdFileError
+from bot.core.config import parse_config
+from bot.core.models import SourceSpec
+from bot.core.thresholds.discover import find_gates, glob_match, is_candidate
+from bot.core.thresholds.errors import ThresholdFileError
 
 DATA = Path(__file__).resolve().parent / "data"
 SCRIPT = (DATA / "nightly_gsm8k.sh").read_text(encoding="utf-8")

@@ -10,12 +10,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from bot.config import FileDecl, GateDecl
-from bot.models import Gate
-from bot.thresholds.edit import format_literal, replace_literals
-from bot.thresholds.errors import ThresholdFileError
-from bot.thresholds.shell import parse_shell
-from bot.thresholds.structured import parse_structured
+from bot.core.config import FileDecl, GateDecl
+from bot.core.models import Gate
+from bot.core.thresholds.edit import format_literal, replace_literals
+from bot.core.thresholds.errors import ThresholdFileError
+from bot.core.thresholds.shell import parse_shell
+from bot.core.thresholds.structured import parse_structured
 
 DATA = Path(__file__).resolve().parent / "data"
 SCRIPT = (DATA / "nightly_gsm8k.sh").read_text(encoding="utf-8")

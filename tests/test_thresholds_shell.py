@@ -8,9 +8,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from bot.models import Gate, ThresholdFile
-from bot.thresholds.shell import is_shell_script, parse_shell
-from bot.thresholds.shell_lexer import Word, lex
+from bot.core.models import Gate, ThresholdFile
+from bot.core.thresholds.shell import is_shell_script, parse_shell
+from bot.core.thresholds.shell_lexer import Word, lex
 
 DATA = Path(__file__).resolve().parent / "data"
 SCRIPT = (DATA / "nightly_gsm8k.sh").read_text(encoding="utf-8")

@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from bot.config import FileDecl, GateDecl
-from bot.thresholds.errors import ThresholdFileError
-from bot.thresholds.structured import parse_structured, split_key
+from bot.core.config import FileDecl, GateDecl
+from bot.core.thresholds.errors import ThresholdFileError
+from bot.core.thresholds.structured import parse_structured, split_key
 
 DATA = Path(__file__).resolve().parent / "data"
 

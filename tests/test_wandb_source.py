@@ -14,10 +14,10 @@ from typing import Any
 
 import pytest
 
-from bot.history.base import HistoryNotFound, HistoryUnavailable
-from bot.history.remote import numeric_summary
-from bot.history.wandb_source import WandbSource, failure_reason, wandb_filters
-from bot.models import SourceSpec
+from bot.adapters.history.wandb_source import WandbSource, failure_reason, wandb_filters
+from bot.core.history.runs import numeric_summary
+from bot.core.history.sources import HistoryNotFound, HistoryUnavailable
+from bot.core.models import SourceSpec
 from tests.fakes.wandb_server import API_KEY, NIGHTLY_START, FakeWandb, nightly_run, serve
 
 ROOT = Path(__file__).resolve().parent.parent

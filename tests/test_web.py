@@ -17,10 +17,10 @@ from typing import Any
 import httpx
 import pytest
 
-from bot.handlers.context import HandlerContext
-from bot.runtime import Runtime, build
-from bot.store import deliveries
-from bot.web import create_app
+from bot.adapters.store import deliveries
+from bot.app.runtime import Runtime, build
+from bot.app.web import create_app
+from bot.features.context import HandlerContext
 from tests.live import SECRET, Recorder, live_server, make_settings, wait_until
 from tests.webhooks import (
     event_of,
@@ -200,7 +200,9 @@ def test_replayed_delivery_is_acknowledged_not_processed_twice(bot: Bot) -> None
     assert bot.post(sentinel_body, sentinel).status_code == 202
     bot.wait_done(sentinel["X-GitHub-Delivery"])
     assert bot.recorder.ids() == [delivery_id, sentinel["X-GitHub-Delivery"]]
-    assert json.loads(deliveries.get(bot.runtime.sessions, delivery_id).body)["action"] == "opened"  # type: ignore[union-attr]
+    stored = deliveries.get(bot.runtime.sessions, delivery_id)
+    assert stored is not None
+    assert json.loads(stored.body)["action"] == "opened"
 
 
 def test_redelivery_of_a_failed_delivery_runs_again(bot: Bot) -> None:

@@ -6,8 +6,8 @@ from datetime import UTC, date, datetime, timedelta, timezone
 
 import numpy as np
 
-from bot.analysis.windows import select_window, series_of, window_start
-from bot.models import Run, WindowInfo, WindowSpec
+from bot.core.analysis.windows import select_window, series_of, window_start
+from bot.core.models import Run, WindowInfo, WindowSpec
 
 T0 = datetime(2026, 6, 28, 12, tzinfo=UTC)
 

@@ -15,13 +15,13 @@ import pytest
 from github import GithubException, RateLimitExceededException
 from huey import RedisHuey, SqliteHuey
 
-from bot.handlers.context import HandlerContext
-from bot.history.base import HistoryNotFound, HistoryUnavailable
-from bot.queue import make_huey
-from bot.retry import PermanentError, TransientError, backoff_delay, is_transient
-from bot.runtime import Runtime, build
-from bot.store import deliveries
-from bot.store.deliveries import NewDelivery
+from bot.adapters.queue import make_huey
+from bot.adapters.store import deliveries
+from bot.adapters.store.deliveries import NewDelivery
+from bot.app.runtime import Runtime, build
+from bot.core.history.sources import HistoryNotFound, HistoryUnavailable
+from bot.core.retry import PermanentError, TransientError, backoff_delay, is_transient
+from bot.features.context import HandlerContext
 from tests.live import Recorder, make_settings, wait_until
 from tests.webhooks import fixture, new_delivery_id
 

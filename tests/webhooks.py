@@ -1,4 +1,4 @@
-"""Test helpers: real GitHub webhook payloads from the shared fixtures, re-signed.
+"""Test helpers: real GitHub webhook payloads from ``tests/fixtures/github``, re-signed.
 
 ``fixture("pull_request.opened")`` loads ``webhooks/pull_request.opened.json``;
 ``patched(payload, {"sender.login": "x"})`` changes fields by dotted path;
@@ -13,7 +13,7 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-from bot.signature import sign
+from bot.core.signature import sign
 from tests.conftest import GITHUB_FIXTURES
 
 WEBHOOKS = GITHUB_FIXTURES / "webhooks"

@@ -42,9 +42,9 @@ from generate import (  # noqa: E402
 from numpy.typing import NDArray  # noqa: E402
 from scipy.ndimage import median_filter  # noqa: E402
 
-from bot.analysis.changepoints import detect_changepoints  # noqa: E402
-from bot.analysis.regimes import detect_regimes  # noqa: E402
-from bot.models import RegimeSettings, Run  # noqa: E402
+from bot.core.analysis.changepoints import detect_changepoints  # noqa: E402
+from bot.core.analysis.regimes import detect_regimes  # noqa: E402
+from bot.core.models import RegimeSettings, Run  # noqa: E402
 
 TOLERANCE = 2  # runs
 Detector = Callable[[NDArray[np.float64]], list[int]]

@@ -30,7 +30,7 @@ from datetime import UTC, datetime, timedelta
 import numpy as np
 from numpy.typing import NDArray
 
-from bot.models import Run
+from bot.core.models import Run
 
 SCENARIOS = ("ci", "heavy", "ar", "drift")
 REAL_STEP = 3.0  # steps of at least this many noise units are labelled boundaries

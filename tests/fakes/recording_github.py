@@ -1,8 +1,8 @@
-"""A recording, in-memory stand-in for ``bot.github.GitHubClient`` (bedevere style).
+"""A recording, in-memory stand-in for ``bot.adapters.github.client.GitHubClient`` (bedevere style).
 
 It keeps a linear commit history of file snapshots, PRs, one marked comment per PR
 and check runs per head SHA, and records every call as ``(method, args)`` so tests can
-assert what the review did.  For unit tests of ``bot.review_pr``; the real client is
+assert what the review did.  For unit tests of ``bot.features.review.pull``; the real client is
 tested against the HTTP fake in ``tests.fakes.github_api``.
 """
 
@@ -12,7 +12,7 @@ import hashlib
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from bot.github import (
+from bot.adapters.github.client import (
     ChangedFile,
     CheckAction,
     CheckConclusion,

@@ -1,0 +1,149 @@
+"""A ``HistorySource`` that keeps a remote source's runs in the SQLAlchemy store.
+
+A sync asks the upstream only for what may have changed: runs created since the
+newest cached one (``$gte``: the boundary run comes back and is deduplicated)
+plus the cached runs that were still running.  Every page is read before
+anything is written, and the write is one transaction, so a failed or partial
+sync leaves the cache as it was.  Running runs are cached even when the spec
+wants only finished ones, so that one finishing after a newer run was cached is
+not missed.  Runs asked for by id that no longer come back (deleted, or no
+longer matching) are dropped.  A full sync re-reads everything and drops cached
+runs the source no longer has.  The cache key covers the whole spec, so changed
+filters or summary keys start a fresh cache.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+
+from sqlalchemy.exc import IntegrityError
+from sqlalchemy.orm import Session, sessionmaker
+
+from bot.adapters.store import runs as store
+from bot.core.history.runs import Progress, RunFetcher, SourceRun, make_history
+from bot.core.models import History, SourceSpec
+
+
+@dataclass(frozen=True)
+class SyncResult:
+    """What one sync of one source changed, counting only runs the spec serves.
+
+    ``new`` runs were not served before (not cached, or a running run that
+    finished for a finished-only spec); ``updated`` ones changed (state, summary);
+    ``removed`` ones were deleted or left the spec's states; ``total`` is the
+    number served afterwards.  ``error`` is set when the sync failed (the cache is
+    then unchanged).  ``changed`` tells the re-check to re-review.
+    """
+
+    source: str
+    new: int = 0
+    updated: int = 0
+    total: int = 0
+    removed: int = 0
+    error: str | None = None
+
+    @property
+    def changed(self) -> bool:
+        """Whether reviews reading this source may now come out differently."""
+        return self.error is None and (self.new + self.updated + self.removed) > 0
+
+
+def tracking(spec: SourceSpec) -> SourceSpec:
+    """``spec`` widened to running runs, so that a run still running at one sync and
+    finished by the next is re-read by id (runs of other states are not served)."""
+    if "running" in spec.states:
+        return spec
+    return spec.model_copy(update={"states": (*spec.states, "running")})
+
+
+class CachedSource:
+    """Serves histories from the run cache, syncing it from ``upstream`` first.
+
+    ``resolve`` completes a spec before it is used (e.g. the server's default W&B
+    entity), so the cache key and the history's name say what was actually read.
+    """
+
+    def __init__(
+        self,
+        sessions: sessionmaker[Session],
+        upstream: RunFetcher,
+        resolve: Callable[[SourceSpec], SourceSpec] | None = None,
+    ) -> None:
+        self.sessions = sessions
+        self.upstream = upstream
+        self.resolve = resolve or (lambda spec: spec)
+
+    def fetch(self, spec: SourceSpec) -> History:
+        """Sync ``spec`` incrementally, then return every cached run of it."""
+        self.sync(spec)
+        return self.cached(spec)
+
+    def cached(self, spec: SourceSpec) -> History:
+        """The cached runs of ``spec`` without asking the upstream."""
+        spec = self.resolve(spec)
+        with self.sessions() as session:
+            runs = store.load_runs(session, store.source_key(spec))
+        return make_history((r for r in runs if r.run.state in spec.states), spec.describe())
+
+    def sync(
+        self, spec: SourceSpec, *, full: bool = False, progress: Progress | None = None
+    ) -> SyncResult:
+        """Bring the cache of ``spec`` up to date; raise ``HistoryError`` on failure."""
+        spec = self.resolve(spec)
+        key = store.source_key(spec)
+        with self.sessions() as session:
+            empty = store.count_runs(session, key) == 0
+            since = None if full or empty else store.newest_created(session, key)
+            running = [] if full or empty else store.running_ids(session, key)
+        runs = self.upstream.fetch_runs(
+            tracking(spec), created_since=since, run_ids=running, progress=progress
+        )
+        try:
+            return self._write(spec, key, runs, running, full)
+        except IntegrityError:  # a concurrent sync inserted the same runs first
+            return self._write(spec, key, runs, running, full)
+
+    def _write(
+        self,
+        spec: SourceSpec,
+        key: str,
+        runs: list[SourceRun],
+        asked: Sequence[str],
+        full: bool,
+    ) -> SyncResult:
+        fetched = {item.run.id: item.run.state for item in runs}
+        with self.sessions.begin() as session:
+            gone = (
+                store.cached_ids(session, key) - set(fetched) if full else set(asked) - set(fetched)
+            )
+            changed = store.upsert_runs(session, key, runs)
+            removed = store.remove_runs(session, key, gone)
+            store.mark_synced(session, key, spec, datetime.now(UTC))
+            session.flush()
+            total = store.count_runs(session, key, spec.states)
+        new, updated, dropped = tally(changed, removed, fetched, frozenset(spec.states))
+        return SyncResult(spec.describe(), new, updated, total, dropped)
+
+
+def tally(
+    changed: Mapping[str, str | None],
+    removed: Mapping[str, str],
+    states: Mapping[str, str],
+    served: frozenset[str],
+) -> tuple[int, int, int]:
+    """(new, updated, removed) as the spec sees them: only runs in ``served`` states count.
+
+    ``changed`` maps written run ids to their previous state (None: not cached),
+    ``removed`` deleted ids to their last state, ``states`` run ids to their state now.
+    A running run that finishes is new to a finished-only spec; one that fails leaves it.
+    """
+    new = updated = dropped = 0
+    for run_id, before in changed.items():
+        was, now = before in served, states[run_id] in served
+        new += now and not was
+        updated += now and was
+        dropped += was and not now
+    dropped += sum(1 for state in removed.values() if state in served)
+    return new, updated, dropped

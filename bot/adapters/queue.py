@@ -1,0 +1,131 @@
+"""The job queue: huey carrying delivery ids from the webhook to the workers.
+
+Embedded by default (``SqliteHuey`` in a file next to the database, consumed by
+worker threads inside the ``serve`` process); with ``REDIS_URL`` set, ``RedisHuey``
+so workers on several hosts share the jobs.  The queue is only transport: the
+deliveries table decides what still has to run (see ``bot.app.worker``), so a job
+lost with a killed process, or enqueued twice, does no harm.  A job carries one
+delivery id, or several (``enqueue_many``: a burst of webhooks costs one write).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from pathlib import Path
+
+from huey import Huey, MemoryHuey, RedisHuey, SqliteHuey, crontab
+from huey.consumer import Consumer
+
+from bot.adapters.settings import Settings
+
+log = logging.getLogger(__name__)
+
+TASK_NAME = "run_delivery"
+
+
+class _EmbeddedConsumer(Consumer):  # type: ignore[misc]
+    """A huey consumer that leaves signal handling to the host process (uvicorn)."""
+
+    def _set_signal_handlers(self) -> None:
+        return None
+
+
+def make_huey(settings: Settings, memory: bool = False) -> Huey:
+    """The huey instance the settings ask for (Redis, or the embedded SQLite file)."""
+    if memory:
+        return MemoryHuey("threshold-bot", results=False)
+    if settings.redis_url:
+        return RedisHuey("threshold-bot", results=False, url=settings.redis_url)
+    path = settings.embedded_queue_path()
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
+    # No fsync: the deliveries table is what survives a crash; the queue is rebuilt from it.
+    return SqliteHuey("threshold-bot", results=False, filename=str(path), fsync=False)
+
+
+class JobQueue:
+    """Enqueue delivery ids and run them on in-process consumer threads."""
+
+    def __init__(self, huey: Huey) -> None:
+        self.huey = huey
+        self._runner: Callable[[str], None] | None = None
+        self._consumer: _EmbeddedConsumer | None = None
+        self._task = huey.task(name=TASK_NAME)(self._run)
+        self._periodic = False  # set by ``every``
+
+    def _run(self, delivery_ids: str | list[str]) -> None:
+        if self._runner is None:
+            raise RuntimeError("no runner bound to the job queue")
+        ids = [delivery_ids] if isinstance(delivery_ids, str) else delivery_ids
+        if not ids:
+            return
+        if len(ids) > 1:  # the rest go back for the next free worker thread
+            try:
+                self._task(ids[1:])
+            except Exception:  # stored: the supervisor's sweep will enqueue them later
+                log.exception("re-enqueue failed", extra={"ids": ids[1:50]})
+        self._runner(ids[0])
+
+    def bind(self, runner: Callable[[str], None]) -> None:
+        """Set the function that runs one delivery id (``Worker.run``)."""
+        self._runner = runner
+
+    def enqueue(self, delivery_id: str, delay: float = 0.0) -> None:
+        """Queue a delivery id to run now, or after ``delay`` seconds."""
+        if delay > 0:
+            self._task.schedule((delivery_id,), delay=delay)
+        else:
+            self._task(delivery_id)
+
+    def enqueue_many(self, delivery_ids: list[str]) -> None:
+        """Queue several delivery ids as one job (one write to the queue).
+
+        The worker thread that takes it puts the rest back as one job and runs the
+        first, so the next free thread picks up the second, and so on: the ids still
+        run one at a time each, spread over every worker thread.
+        """
+        if len(delivery_ids) == 1:
+            self._task(delivery_ids[0])
+        elif delivery_ids:
+            self._task(list(delivery_ids))
+
+    def pending(self) -> int:
+        """Jobs waiting in the queue (not counting scheduled retries)."""
+        return int(self.huey.pending_count())
+
+    def start(self, workers: int) -> None:
+        """Start ``workers`` consumer threads (and huey's scheduler thread) in this process."""
+        if self._consumer is not None:
+            return
+        consumer = _EmbeddedConsumer(
+            self.huey,
+            workers=workers,
+            worker_type="thread",
+            periodic=self._periodic,
+            initial_delay=0.02,
+            backoff=1.5,
+            max_delay=0.25,
+            check_worker_health=False,
+        )
+        consumer.start()
+        self._consumer = consumer
+        log.info("started %d worker threads", workers)
+
+    # ----- periodic jobs (added for ``bot.features.review.recheck``) -----------------------------------------
+    def every(self, minutes: int, name: str, job: Callable[[], object]) -> None:
+        """Run ``job`` every ``minutes`` minutes on the consumer (a huey periodic task);
+        register before ``start``."""
+
+        def run() -> None:
+            job()
+
+        self.huey.periodic_task(crontab(minute=f"*/{minutes}"), name=name)(run)
+        self._periodic = True
+
+    def stop(self, timeout: float = 30.0) -> None:
+        """Stop the consumer threads, letting running jobs finish for up to ``timeout``."""
+        if self._consumer is None:
+            return
+        self._consumer.shutdown_timeout = timeout
+        self._consumer.stop(graceful=True)
+        self._consumer = None

@@ -1,0 +1,73 @@
+"""Maintainer approvals of a PR's gate values, kept across restarts.
+
+An approval is tied to the gate values it approved: a later push that keeps
+every value keeps the approval; one that changes any value does not.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from datetime import UTC, datetime
+
+from sqlalchemy import JSON, DateTime, Integer, String, select
+from sqlalchemy.orm import Mapped, Session, mapped_column
+
+from bot.adapters.store.db import Base
+
+
+class Approval(Base):
+    """One approval click."""
+
+    __tablename__ = "approvals"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    repo: Mapped[str] = mapped_column(String(200), index=True)
+    pr_number: Mapped[int] = mapped_column(Integer, index=True)
+    head_sha: Mapped[str] = mapped_column(String(64))
+    approver: Mapped[str] = mapped_column(String(100))
+    approved_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+    gate_values: Mapped[dict[str, float]] = mapped_column(JSON)
+
+
+def gate_key(file: str, name: str) -> str:
+    """The key of one gate in ``gate_values``."""
+    return f"{file}:{name}"
+
+
+def approve(
+    session: Session,
+    *,
+    repo: str,
+    pr_number: int,
+    head_sha: str,
+    approver: str,
+    gate_values: Mapping[str, float],
+    at: datetime | None = None,
+) -> Approval:
+    """Store an approval (the caller commits)."""
+    row = Approval(
+        repo=repo,
+        pr_number=pr_number,
+        head_sha=head_sha,
+        approver=approver,
+        approved_at=at or datetime.now(UTC),
+        gate_values=dict(gate_values),
+    )
+    session.add(row)
+    return row
+
+
+def latest(session: Session, repo: str, pr_number: int) -> Approval | None:
+    """The newest approval of a PR, if any."""
+    query = (
+        select(Approval)
+        .where(Approval.repo == repo, Approval.pr_number == pr_number)
+        .order_by(Approval.approved_at.desc(), Approval.id.desc())
+        .limit(1)
+    )
+    return session.scalars(query).first()
+
+
+def still_valid(approval: Approval | None, gate_values: Mapping[str, float]) -> bool:
+    """Whether ``approval`` covers exactly these gate values."""
+    return approval is not None and dict(approval.gate_values) == dict(gate_values)

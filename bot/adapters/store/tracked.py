@@ -1,0 +1,89 @@
+"""Open threshold PRs and the history sources they read, for the periodic re-check."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+
+from sqlalchemy import JSON, DateTime, Integer, String, UniqueConstraint, delete, select
+from sqlalchemy.orm import Mapped, Session, mapped_column
+
+from bot.adapters.store.db import Base
+from bot.core.models import SourceSpec
+
+
+class TrackedPull(Base):
+    """One open PR whose review reads remote history (re-reviewed when new runs arrive)."""
+
+    __tablename__ = "tracked_pulls"
+    __table_args__ = (UniqueConstraint("repo", "number"),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    installation_id: Mapped[int] = mapped_column(Integer)
+    repo: Mapped[str] = mapped_column(String(200), index=True)
+    number: Mapped[int] = mapped_column(Integer)
+    head_sha: Mapped[str] = mapped_column(String(64))
+    sources: Mapped[list[dict[str, object]]] = mapped_column(JSON)
+    conclusion: Mapped[str] = mapped_column(String(32), default="")
+    reviewed_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+
+
+@dataclass(frozen=True)
+class Tracked:
+    """A tracked PR as plain values."""
+
+    installation_id: int
+    repo: str
+    number: int
+    head_sha: str
+    sources: tuple[SourceSpec, ...]
+    conclusion: str = ""  # of the last review; "neutral": the history could not be read
+
+
+def track(
+    session: Session,
+    *,
+    installation_id: int,
+    repo: str,
+    number: int,
+    head_sha: str,
+    sources: Sequence[SourceSpec],
+    conclusion: str = "",
+    at: datetime | None = None,
+) -> None:
+    """Record (or refresh) an open PR and its sources (the caller commits)."""
+    row = session.scalars(
+        select(TrackedPull).where(TrackedPull.repo == repo, TrackedPull.number == number)
+    ).first()
+    if row is None:
+        row = TrackedPull(repo=repo, number=number)
+        session.add(row)
+    row.installation_id = installation_id
+    row.head_sha = head_sha
+    row.sources = [spec.model_dump(mode="json", exclude_defaults=True) for spec in sources]
+    row.conclusion = conclusion
+    row.reviewed_at = at or datetime.now(UTC)
+
+
+def untrack(session: Session, repo: str, number: int) -> None:
+    """Forget a PR (closed, or no longer reading remote history); the caller commits."""
+    session.execute(
+        delete(TrackedPull).where(TrackedPull.repo == repo, TrackedPull.number == number)
+    )
+
+
+def tracked(session: Session) -> list[Tracked]:
+    """Every tracked PR, grouped by repository (ordered by repo, then number)."""
+    rows = session.scalars(select(TrackedPull).order_by(TrackedPull.repo, TrackedPull.number))
+    return [
+        Tracked(
+            installation_id=row.installation_id,
+            repo=row.repo,
+            number=row.number,
+            head_sha=row.head_sha,
+            sources=tuple(SourceSpec.model_validate(s) for s in row.sources),
+            conclusion=row.conclusion,
+        )
+        for row in rows
+    ]

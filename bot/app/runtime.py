@@ -1,0 +1,126 @@
+"""The composition root: builds the store, queue, router, metrics and worker from settings.
+
+``bot.app.web`` (the ``serve`` process) and ``bot.app.serve.worker_command`` both start
+from ``build``.  The GitHub client and the history sources come from
+``bot.adapters.github.client.client_factory(settings)`` and ``bot.adapters.history.factory.source_factory
+(settings, sessions)`` (the run cache shares the store's engine); either can be
+passed in instead (tests, the demo).
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from sqlalchemy import Engine
+from sqlalchemy.orm import Session, sessionmaker
+
+from bot.adapters.queue import JobQueue, make_huey
+from bot.adapters.settings import Settings
+from bot.adapters.store import deliveries
+from bot.adapters.store.db import init_db, make_engine
+from bot.app.intake_gate import IntakeGate
+from bot.app.metrics import Metrics
+from bot.app.worker import Supervisor, Worker
+from bot.core.routing import Router, load_handlers
+from bot.features.context import GitHubFactory, HistoryFactory
+from bot.features.review.recheck import RECHECK_MINUTES, recheck_job
+
+
+@dataclass
+class Runtime:
+    """Every long-lived component of a server or worker process."""
+
+    settings: Settings
+    engine: Engine
+    sessions: sessionmaker[Session]
+    queue: JobQueue
+    router: Router
+    metrics: Metrics
+    worker: Worker
+    supervisor: Supervisor
+    gate: IntakeGate = field(default_factory=IntakeGate)  # webhooks in flight hold workers back
+    running: bool = field(default=False)
+
+    def start_workers(self) -> None:
+        """Recover unfinished deliveries and start the consumer threads."""
+        if self.running:
+            return
+        self.queue.start(self.settings.workers)
+        self.supervisor.start()
+        self.running = True
+
+    def stop_workers(self, timeout: float = 30.0) -> None:
+        """Stop the consumer threads (running jobs get ``timeout`` seconds to finish)."""
+        if not self.running:
+            return
+        self.supervisor.stop()
+        self.queue.stop(timeout)
+        self.running = False
+
+    def close(self) -> None:
+        """Stop everything and release the database."""
+        self.stop_workers()
+        self.engine.dispose()
+
+
+def build(
+    settings: Settings,
+    *,
+    github: GitHubFactory | None = None,
+    history: HistoryFactory | None = None,
+    router: Router | None = None,
+) -> Runtime:
+    """Create every component; nothing runs until ``start_workers``."""
+    engine = make_engine(settings.database_url)
+    sessions: sessionmaker[Session] = init_db(engine)
+    queue = JobQueue(make_huey(settings))
+    routes = router if router is not None else load_handlers(settings.handler_modules)
+    metrics = Metrics()
+    metrics.watch_store(lambda: deliveries.count_by_status(sessions))
+    gate = IntakeGate()
+    worker = Worker(
+        settings=settings,
+        sessions=sessions,
+        router=routes,
+        queue=queue,
+        metrics=metrics,
+        github=github or _hook(settings, "bot.adapters.github.client", "client_factory"),
+        history=history
+        or _hook(settings, "bot.adapters.history.factory", "source_factory", sessions),
+        gate=gate,
+    )
+    queue.bind(worker.run)
+    recheck = recheck_job(
+        settings, sessions, worker.github, worker.history
+    )  # bot.features.review.recheck
+    queue.every(RECHECK_MINUTES, "recheck", recheck)
+    return Runtime(
+        settings=settings,
+        engine=engine,
+        sessions=sessions,
+        queue=queue,
+        router=routes,
+        metrics=metrics,
+        worker=worker,
+        supervisor=Supervisor(worker),
+        gate=gate,
+    )
+
+
+def _hook(settings: Settings, module: str, name: str, *extra: Any) -> Callable[[Any], Any]:
+    """A factory resolved on first use from ``module.name(settings, *extra)``."""
+    resolved: list[Callable[[Any], Any]] = []
+
+    def call(arg: Any) -> Any:
+        if not resolved:
+            try:
+                make = getattr(importlib.import_module(module), name)
+            except (ImportError, AttributeError) as exc:
+                raise RuntimeError(f"{module}.{name} is not available: {exc}") from exc
+            resolved.append(make(settings, *extra))
+        return resolved[0](arg)
+
+    return call

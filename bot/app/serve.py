@@ -1,0 +1,105 @@
+"""``threshold-bot serve`` and ``threshold-bot worker``: the App's processes.
+
+- ``serve`` runs the webhook server (uvicorn) with in-process worker threads;
+- ``serve --no-workers`` only answers webhooks (lowest latency under load);
+- ``worker`` runs worker threads alone (with ``REDIS_URL`` on any host, else on
+  the same host, sharing the embedded queue file).
+
+Both read the settings first and stop with one line naming a missing or invalid
+variable (exit status 2).  ``python -m bot.app.serve serve|worker`` works without the
+main CLI.
+"""
+
+from __future__ import annotations
+
+import logging
+import signal
+import socket
+import sys
+import threading
+from typing import Annotated
+
+import typer
+import uvicorn
+
+from bot.adapters.settings import Role, Settings, SettingsError, load_settings
+from bot.app import logs
+from bot.app.runtime import build
+from bot.app.web import create_app
+
+log = logging.getLogger("bot.app.serve")
+
+SWITCH_INTERVAL = 0.001  # seconds; see serve_command
+
+
+def _settings(role: Role) -> Settings:
+    try:
+        settings = load_settings(role)
+    except SettingsError as exc:
+        typer.echo(f"error: {exc}", err=True)
+        raise typer.Exit(2) from None
+    logs.configure(settings.log_level, settings.secret_values())
+    return settings
+
+
+def serve_command(
+    host: Annotated[str, typer.Option(envvar="HOST", help="Address to listen on.")] = "127.0.0.1",
+    port: Annotated[
+        int, typer.Option(envvar="PORT", help="Port to listen on (0: any free port).")
+    ] = 3000,
+    workers: Annotated[
+        bool,
+        typer.Option(
+            "--workers/--no-workers",
+            help="Run workers in this process (default), or only answer webhooks and "
+            "leave the jobs to `threshold-bot worker` processes.",
+        ),
+    ] = True,
+) -> None:
+    """Run the webhook server with in-process workers."""
+    settings = _settings("serve")
+    sock = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind((host, port))
+    except OSError as exc:
+        typer.echo(f"error: cannot listen on {host}:{port}: {exc.strerror}", err=True)
+        raise typer.Exit(2) from None
+    bound = sock.getsockname()[1]
+    # Worker threads share the GIL with the event loop: a shorter switch interval
+    # (default 5 ms) keeps webhook answers fast while workers are busy.
+    sys.setswitchinterval(SWITCH_INTERVAL)
+    app = create_app(settings, start_workers=workers)
+    config = uvicorn.Config(app, log_config=None, access_log=False, timeout_graceful_shutdown=30)
+    log.info("listening on http://%s:%d", host, bound, extra={"port": bound})
+    uvicorn.Server(config).run(sockets=[sock])
+
+
+def worker_command() -> None:
+    """Run workers alone, taking jobs from the shared queue.
+
+    With ``REDIS_URL``, on any host; without it, on the host of ``serve --no-workers``
+    (they share the embedded queue file).
+    """
+    settings = _settings("worker")
+    runtime = build(settings)
+    stop = threading.Event()
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(signum, lambda *_: stop.set())
+    runtime.start_workers()
+    log.info("worker running with %d threads", settings.workers)
+    stop.wait()
+    log.info("worker stopping")
+    runtime.close()
+
+
+def main() -> None:
+    """Entry point of ``python -m bot.app.serve``."""
+    cli = typer.Typer(add_completion=False, no_args_is_help=True)
+    cli.command("serve")(serve_command)
+    cli.command("worker")(worker_command)
+    cli()
+
+
+if __name__ == "__main__":
+    main()

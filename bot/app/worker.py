@@ -1,0 +1,197 @@
+"""Running deliveries: claim, route to the handlers, then mark done, retry or failed.
+
+Delivery is at least once.  ``Worker.run`` claims the delivery in the store (one
+atomic update, so duplicates in the queue are harmless), runs its handlers and
+records the result.  Transient errors (``bot.core.retry.is_transient``) are retried
+with exponential backoff up to ``MAX_ATTEMPTS``; anything else fails the delivery
+with its error kept in ``last_error``.
+
+``Supervisor`` keeps the store and the queue in step: at start it re-enqueues every
+open delivery (a process killed with ``kill -9`` loses the jobs it had dequeued);
+while running it renews the leases of this worker's deliveries and re-enqueues
+those whose worker died (lease run out) or that sat queued too long.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import socket
+import threading
+import time
+import uuid
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from sqlalchemy.orm import Session, sessionmaker
+
+from bot.adapters.queue import JobQueue
+from bot.adapters.settings import Settings
+from bot.adapters.store import deliveries
+from bot.adapters.store.deliveries import Delivery
+from bot.app.intake_gate import IntakeGate
+from bot.app.logs import delivery_logger
+from bot.app.metrics import Metrics
+from bot.core.retry import PermanentError, backoff_delay, is_transient
+from bot.core.routing import Router, is_own_event
+from bot.features.context import DeliveryInfo, GitHubFactory, HandlerContext, HistoryFactory
+
+log = logging.getLogger(__name__)
+
+
+def worker_id() -> str:
+    """A name for this worker process, unique across restarts and hosts."""
+    return f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
+
+
+def describe(exc: BaseException) -> str:
+    """A one-line description of an error for ``last_error``."""
+    text = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+
+
+@dataclass
+class Worker:
+    """Runs one delivery at a time per thread; shared by every consumer thread."""
+
+    settings: Settings
+    sessions: sessionmaker[Session]
+    router: Router
+    queue: JobQueue
+    metrics: Metrics
+    github: GitHubFactory
+    history: HistoryFactory
+    owner: str = ""
+    gate: IntakeGate | None = None  # the webhook intake of this process, served first
+
+    def __post_init__(self) -> None:
+        if not self.owner:
+            self.owner = worker_id()
+
+    def run(self, delivery_id: str) -> None:
+        """Run a delivery if it still needs running.
+
+        Handler errors never escape; if the store itself fails, the delivery keeps its
+        lease until it runs out and the supervisor re-enqueues it.  With a ``gate``,
+        webhooks being answered in this process go first (see ``bot.app.intake_gate``).
+        """
+        if self.gate is not None:
+            self.gate.wait_quiet()
+        delivery = deliveries.claim(
+            self.sessions, delivery_id, self.owner, self.settings.lease_seconds
+        )
+        if delivery is None:
+            log.debug("delivery already taken or finished", extra={"delivery": delivery_id})
+            return
+        started = time.monotonic()
+        try:
+            outcome = self._handle(delivery)
+        except Exception as exc:
+            self._failed(delivery, exc)
+        else:
+            deliveries.finish(self.sessions, delivery.id, outcome)
+            self.metrics.processed.labels(delivery.event, "done").inc()
+            self.metrics.latency_seconds.labels(delivery.event).observe(_age(delivery))
+            log.info(
+                "delivery done: %s",
+                outcome,
+                extra={"delivery": delivery.id, "event": delivery.event},
+            )
+        finally:
+            self.metrics.run_seconds.labels(delivery.event).observe(time.monotonic() - started)
+
+    def _handle(self, delivery: Delivery) -> str:
+        if delivery.attempts > self.settings.max_attempts:
+            raise PermanentError(f"gave up after {delivery.attempts - 1} attempts")
+        payload: Any = json.loads(delivery.body)
+        if not isinstance(payload, dict):
+            raise PermanentError("payload is not a JSON object")
+        if is_own_event(payload, self.settings.bot_login, self.settings.app_id):
+            return "ignored: sent by the app itself"
+        ctx = HandlerContext(
+            settings=self.settings,
+            sessions=self.sessions,
+            delivery=DeliveryInfo(
+                id=delivery.id,
+                event=delivery.event,
+                action=delivery.action,
+                installation_id=delivery.installation_id,
+                attempt=delivery.attempts,
+            ),
+            github=self.github,
+            history=self.history,
+            log=delivery_logger("bot.handlers", delivery.id, delivery.event),
+        )
+        ran = self.router.dispatch(ctx, payload)
+        return f"{ran} handler(s) ran" if ran else "ignored: no handler"
+
+    def _failed(self, delivery: Delivery, exc: Exception) -> None:
+        error = describe(exc)
+        extra = {"delivery": delivery.id, "event": delivery.event, "attempt": delivery.attempts}
+        retry = is_transient(exc) and delivery.attempts < self.settings.max_attempts
+        if retry:
+            delay = backoff_delay(
+                delivery.attempts, self.settings.retry_base_seconds, self.settings.retry_max_seconds
+            )
+            at = datetime.now(UTC) + timedelta(seconds=delay)
+            deliveries.schedule_retry(self.sessions, delivery.id, error, at)
+            self.queue.enqueue(delivery.id, delay=delay)
+            self.metrics.retried.labels(delivery.event).inc()
+            log.warning("transient error, retrying in %.1fs: %s", delay, error, extra=extra)
+            return
+        deliveries.fail(self.sessions, delivery.id, error)
+        self.metrics.failed.labels(delivery.event).inc()
+        log.error(
+            "delivery failed: %s", error, extra=extra, exc_info=not isinstance(exc, PermanentError)
+        )
+
+
+def _age(delivery: Delivery) -> float:
+    return max(0.0, (datetime.now(UTC) - delivery.received_at).total_seconds())
+
+
+class Supervisor:
+    """Recovers unfinished deliveries at start and watches leases while running."""
+
+    def __init__(self, worker: Worker, interval: float | None = None) -> None:
+        self.worker = worker
+        lease = worker.settings.lease_seconds
+        self.interval = interval if interval is not None else max(0.2, lease / 3)
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def recover(self, stuck_after: float | None = None) -> int:
+        """Re-enqueue open deliveries no live worker holds; return how many."""
+        found = deliveries.recoverable(self.worker.sessions, stuck_after)
+        now = datetime.now(UTC)
+        for delivery in found:
+            due = delivery.next_attempt_at
+            delay = (due - now).total_seconds() if delivery.status == "retry" and due else 0.0
+            self.worker.queue.enqueue(delivery.id, delay=max(0.0, delay))
+        if found:
+            ids = [f"{d.id}:{d.status}" for d in found[:50]]
+            log.info("re-enqueued %d unfinished deliveries", len(found), extra={"ids": ids})
+        return len(found)
+
+    def start(self) -> None:
+        """Recover now, then renew leases and sweep for orphans in a background thread."""
+        self.recover()
+        self._thread = threading.Thread(target=self._loop, name="supervisor", daemon=True)
+        self._thread.start()
+
+    def stop(self) -> None:
+        """Stop the background thread."""
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout=10)
+
+    def _loop(self) -> None:
+        lease = self.worker.settings.lease_seconds
+        while not self._stop.wait(self.interval):
+            try:
+                deliveries.renew_leases(self.worker.sessions, self.worker.owner, lease)
+                self.recover(stuck_after=max(lease * 2, 60.0))
+            except Exception:
+                log.exception("supervisor sweep failed")

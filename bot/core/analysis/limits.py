@@ -1,0 +1,156 @@
+"""The limit rule of contract section 3: allowance below the min (above the max), rounded
+toward the permissive side at the precision of the gate's literal (or 2 significant digits).
+
+Arithmetic is done in ``Decimal`` on the shortest decimal form of each float, so values read
+from JSON as ``0.29`` are rounded as 0.29 and not as the binary 0.28999999999999998.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from decimal import ROUND_CEILING, ROUND_FLOOR, Context, Decimal, InvalidOperation, localcontext
+
+import numpy as np
+import numpy.typing as npt
+
+from bot.core.models import LOWER_BOUND_OPS, Op, RuleSettings, passes
+
+__all__ = [
+    "decimals_of",
+    "limit_decimals",
+    "looser_by",
+    "looser_than_rule",
+    "recompute_limit",
+    "round_down",
+    "round_up",
+    "rounding_step",
+    "unrounded_limit",
+]
+
+
+# exact arithmetic for any float: 17 significant digits, exponents within ±324
+_EXACT = Context(prec=2000)
+
+
+def _dec(value: float) -> Decimal:
+    """The shortest decimal that round-trips to ``value``."""
+    return Decimal(repr(float(value)))
+
+
+def _float(value: Decimal) -> float:
+    """``value`` as a float, with negative zero folded to zero."""
+    return float(value) + 0.0
+
+
+def decimals_of(literal: str) -> int:
+    """Decimals written in a numeric literal: ``"0.56"`` → 2, ``"283"`` → 0, ``"1e-3"`` → 3."""
+    try:
+        exponent = Decimal(literal.strip()).as_tuple().exponent
+    except InvalidOperation as exc:
+        raise ValueError(f"not a numeric literal: {literal!r}") from exc
+    if not isinstance(exponent, int):  # NaN / infinity
+        raise ValueError(f"not a finite numeric literal: {literal!r}")
+    return max(0, -exponent)
+
+
+def limit_decimals(unrounded: float, literal: str, significant_digits: int = 2) -> int:
+    """Decimals ``p`` of a limit: those of ``literal``, or more to show ``significant_digits``."""
+    written = decimals_of(literal)
+    if unrounded == 0 or not np.isfinite(unrounded):
+        return written
+    needed = significant_digits - 1 - _dec(unrounded).adjusted()
+    return max(written, needed)
+
+
+def _step(decimals: int) -> Decimal:
+    return Decimal(1).scaleb(-decimals)
+
+
+def rounding_step(decimals: int) -> float:
+    """One unit in the last place at ``decimals`` decimals: 2 → 0.01, 0 → 1."""
+    return float(_step(decimals))
+
+
+def _quantize(value: Decimal, decimals: int, rounding: str) -> Decimal:
+    return value.quantize(_step(decimals), rounding=rounding, context=_EXACT)
+
+
+def round_down(value: float, decimals: int) -> float:
+    """Round toward minus infinity at ``decimals`` decimals, decimal-safe."""
+    return _float(_quantize(_dec(value), decimals, ROUND_FLOOR))
+
+
+def round_up(value: float, decimals: int) -> float:
+    """Round toward plus infinity at ``decimals`` decimals, decimal-safe."""
+    return _float(_quantize(_dec(value), decimals, ROUND_CEILING))
+
+
+def _finite(values: Sequence[float] | npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
+    array = np.asarray(values, dtype=np.float64)
+    finite: npt.NDArray[np.float64] = array[np.isfinite(array)]
+    return finite
+
+
+def _unrounded(
+    values: npt.NDArray[np.float64], op: Op, allowance: Decimal
+) -> tuple[Decimal, float]:
+    """The exact unrounded limit and the window's extreme value (min or max)."""
+    lower = op in LOWER_BOUND_OPS
+    extreme = float(values.min() if lower else values.max())
+    base = _dec(extreme)
+    with localcontext(_EXACT):
+        # at 0 a relative allowance is no allowance: take it from the window's spread instead
+        spread = _dec(float(values.max())) - _dec(float(values.min()))
+        margin = allowance * (abs(base) if extreme != 0 else spread)
+        return (base - margin if lower else base + margin), extreme
+
+
+def unrounded_limit(
+    values: Sequence[float] | npt.NDArray[np.float64], op: Op, rule: RuleSettings
+) -> float | None:
+    """The rule's limit before rounding (``min - a·|min|`` or ``max + a·|max|``); None if empty."""
+    array = _finite(values)
+    if array.size == 0:
+        return None
+    exact, _ = _unrounded(array, op, _dec(rule.allowance))
+    return _float(exact)
+
+
+def recompute_limit(
+    values: Sequence[float] | npt.NDArray[np.float64], op: Op, literal: str, rule: RuleSettings
+) -> tuple[float, int] | None:
+    """The limit rule on a window: ``(limit, decimals)``, or None when the window is empty.
+
+    The result never fails a run of the window, also for strict operators and all-zero windows:
+    if rounding lands exactly on the extreme value of a strict gate, it moves one step further.
+    Non-finite values are ignored.
+    """
+    array = _finite(values)
+    if array.size == 0:
+        return None
+    lower = op in LOWER_BOUND_OPS
+    exact, extreme = _unrounded(array, op, _dec(rule.allowance))
+    decimals = limit_decimals(_float(exact), literal, rule.significant_digits)
+    limit = _quantize(exact, decimals, ROUND_FLOOR if lower else ROUND_CEILING)
+    if not passes(extreme, op, _float(limit)):  # a strict gate exactly on the extreme
+        step = _step(decimals)
+        limit = _EXACT.subtract(limit, step) if lower else _EXACT.add(limit, step)
+    result = _float(limit)
+    if not passes(extreme, op, result):  # only with more decimals than a float holds
+        result = float(np.nextafter(extreme, -np.inf if lower else np.inf))
+    return result, decimals
+
+
+def _looseness(proposed: float, recomputed: float, op: Op) -> Decimal:
+    delta = _EXACT.subtract(_dec(recomputed), _dec(proposed))
+    return delta if op in LOWER_BOUND_OPS else -delta
+
+
+def looser_by(proposed: float, recomputed: float, op: Op) -> float:
+    """How much more permissive ``proposed`` is than ``recomputed`` (negative: stricter)."""
+    return _float(_looseness(proposed, recomputed, op))
+
+
+def looser_than_rule(proposed: float, recomputed: float, decimals: int, op: Op) -> bool:
+    """Whether ``proposed`` is looser than ``recomputed`` by more than one rounding step."""
+    return _looseness(proposed, recomputed, op) > _step(decimals)

@@ -1,0 +1,185 @@
+"""The repository config, ``.github/threshold-bot.yml``: pydantic schema and loader.
+
+Everything is optional: with no config, shell scripts are discovered with no
+configuration and the rule defaults of the contract apply.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from typing import Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic_core import ErrorDetails
+
+from bot.core.models import Op, RegimeSettings, RuleSettings, SourceSpec
+
+CONFIG_PATH = ".github/threshold-bot.yml"
+
+Permission = Literal["read", "triage", "write", "maintain", "admin"]
+
+
+class ConfigError(ValueError):
+    """The repository config is not valid; the message names the problem."""
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class GateDecl(_Strict):
+    """A gate in a YAML / JSON / TOML file: the key path of its literal."""
+
+    key: str  # dotted key path, e.g. "gsm8k.eval.acc_min"; list items as numbers
+    metric: str
+    op: Op
+    name: str | None = None  # defaults to the key path
+    source: str | None = None  # a name in ``sources``; defaults to the file's / config's
+
+
+class FileDecl(_Strict):
+    """Threshold files matched by a glob, and (for structured files) their gates."""
+
+    path: str = Field(min_length=1)  # a glob relative to the repository root, "ci/**/*.yaml"
+    source: str | None = None
+    gates: tuple[GateDecl, ...] = ()
+
+    @model_validator(mode="before")
+    @classmethod
+    def _bare_glob(cls, value: object) -> object:
+        return {"path": value} if isinstance(value, str) else value
+
+    @field_validator("gates")
+    @classmethod
+    def _unique_gates(cls, gates: tuple[GateDecl, ...]) -> tuple[GateDecl, ...]:
+        seen: set[tuple[str, str, str]] = set()
+        for gate in gates:
+            key = (gate.name or gate.key, gate.metric, gate.op)
+            if key in seen:
+                raise ValueError(f"gate {key[0]!r} ({gate.metric} {gate.op}) is declared twice")
+            seen.add(key)
+        return gates
+
+
+class PermissionSettings(_Strict):
+    """The least repository permission a user needs for each action."""
+
+    rebaseline: Permission = "write"
+    approve: Permission = "write"
+
+
+class RepoConfig(_Strict):
+    """Schema of ``.github/threshold-bot.yml``."""
+
+    rule: RuleSettings = Field(default_factory=RuleSettings)
+    regimes: RegimeSettings = Field(default_factory=RegimeSettings)
+    sources: dict[str, SourceSpec] = Field(default_factory=dict)
+    default_source: str | None = None
+    files: tuple[FileDecl, ...] = ()
+    # globs of shell scripts to scan for gates; empty = every changed .sh/.bash file
+    shell: tuple[str, ...] = ()
+    permissions: PermissionSettings = Field(default_factory=PermissionSettings)
+
+    @field_validator("shell", mode="before")
+    @classmethod
+    def _one_glob(cls, value: object) -> object:
+        return [value] if isinstance(value, str) else value
+
+    @field_validator("sources")
+    @classmethod
+    def _complete_sources(cls, sources: dict[str, SourceSpec]) -> dict[str, SourceSpec]:
+        for name, spec in sources.items():
+            if spec.kind == "file" and not spec.path:
+                raise ValueError(f"source {name!r}: a file source needs 'path'")
+            if spec.kind == "mlflow" and not spec.experiment:
+                raise ValueError(f"source {name!r}: an mlflow source needs 'experiment'")
+            if spec.kind != "wandb" and spec.name_regex:  # matched here, by Python's re
+                try:
+                    re.compile(spec.name_regex)
+                except re.error as exc:
+                    raise ValueError(f"source {name!r}: name_regex: {exc}") from None
+        return sources
+
+    @model_validator(mode="after")
+    def _sources_exist(self) -> RepoConfig:
+        wanted: list[tuple[str, str | None]] = [("default_source", self.default_source)]
+        for i, f in enumerate(self.files):
+            wanted.append((f"files.{i}.source", f.source))
+            wanted += [(f"files.{i}.gates.{j}.source", g.source) for j, g in enumerate(f.gates)]
+        defined = ", ".join(sorted(self.sources)) or "none"
+        for where, name in wanted:
+            if name is not None and name not in self.sources:
+                raise ValueError(
+                    f"{where}: source {name!r} is not defined under 'sources' (defined: {defined})"
+                )
+        return self
+
+    def source(self, name: str | None) -> SourceSpec | None:
+        """The named source, else the default source, else None."""
+        key = name or self.default_source
+        return self.sources.get(key) if key else None
+
+
+def parse_config(text: str, path: str = CONFIG_PATH) -> RepoConfig:
+    """Parse the YAML text of a repository config; raise ``ConfigError`` with a clear reason.
+
+    The message names the file, the line of the offending key when it can, and every
+    problem found: ``.github/threshold-bot.yml:4: rule.allowance: Input should be ...``.
+    """
+    try:
+        data = yaml.safe_load(text) if text.strip() else {}
+    except yaml.MarkedYAMLError as exc:
+        line = f":{exc.problem_mark.line + 1}" if exc.problem_mark else ""
+        raise ConfigError(f"{path}{line}: not valid YAML: {exc.problem}") from None
+    except yaml.YAMLError as exc:
+        raise ConfigError(f"{path}: not valid YAML: {exc}") from None
+    if data is None:
+        data = {}
+    if not isinstance(data, dict):
+        raise ConfigError(f"{path}: expected a mapping of settings at the top level")
+    try:
+        return RepoConfig.model_validate(data)
+    except ValidationError as exc:
+        root = yaml.compose(text, Loader=yaml.SafeLoader)
+        errors = exc.errors()
+        first = _line(root, _location(errors[0])) if errors else None
+        problems = "; ".join(_describe(err) for err in errors)
+        raise ConfigError(f"{path}{f':{first}' if first else ''}: {problems}") from None
+
+
+def _describe(err: ErrorDetails) -> str:
+    where = ".".join(str(p) for p in err["loc"])
+    if err["type"] == "extra_forbidden":
+        return f"{where}: unknown setting"
+    message = err["msg"].removeprefix("Value error, ")
+    return f"{where}: {message}" if where else message
+
+
+def _location(err: ErrorDetails) -> Sequence[int | str]:
+    """An error's location; a model-level check names it at the start of its message."""
+    if err["loc"]:
+        return err["loc"]
+    named = re.match(r"Value error, ([\w.]+): ", err["msg"])
+    return [int(p) if p.isdigit() else p for p in named[1].split(".")] if named else ()
+
+
+def _line(node: Any, loc: Sequence[int | str]) -> int | None:
+    """The 1-based line of the YAML node at a pydantic error location (deepest one found)."""
+    line = None
+    for part in loc:
+        if isinstance(node, yaml.MappingNode):
+            pairs = [(k, v) for k, v in node.value if str(k.value) == str(part)]
+            if not pairs:
+                break
+            line = pairs[0][0].start_mark.line + 1
+            node = pairs[0][1]
+        elif isinstance(node, yaml.SequenceNode) and isinstance(part, int):
+            if part >= len(node.value):
+                break
+            node = node.value[part]
+            line = node.start_mark.line + 1
+        else:
+            break
+    return line

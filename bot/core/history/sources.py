@@ -1,0 +1,31 @@
+"""The history source interface and its typed errors."""
+
+from __future__ import annotations
+
+from typing import Protocol
+
+from bot.core.models import History, SourceSpec
+
+
+class HistoryError(Exception):
+    """Base class of every history failure; ``str(err)`` is shown to users."""
+
+
+class HistoryUnavailable(HistoryError):
+    """The source could not be reached or refused us (auth, timeout, 429/5xx, outage)."""
+
+
+class HistoryNotFound(HistoryError):
+    """The source answered, but the project / experiment / file does not exist."""
+
+
+class BadHistory(HistoryError):
+    """The history data is malformed (e.g. a bad line in a history file)."""
+
+
+class HistorySource(Protocol):
+    """Anything that turns a ``SourceSpec`` into a ``History``."""
+
+    def fetch(self, spec: SourceSpec) -> History:
+        """Return the runs of ``spec``; raise a ``HistoryError`` subclass on failure."""
+        ...

@@ -1,0 +1,378 @@
+"""Typed models shared by every layer: runs, gates, rule settings and the review.
+
+The analysis (``bot.core.analysis``) is pure functions over these models; adapters
+(GitHub, W&B, the store) only build them or consume them.  Field names of
+``GateReview``, ``Regime``, ``Change`` and ``Review`` follow the JSON review of
+the interface contract (section 5) and must stay stable.
+"""
+
+from __future__ import annotations
+
+import re
+from datetime import UTC, date, datetime
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+Op = Literal[">=", ">", "<=", "<"]
+RunState = Literal["finished", "failed", "crashed", "killed", "running"]
+Verdict = Literal[
+    "ok", "too_tight", "looser_than_rule", "unchanged", "unchanged_failing", "no_data"
+]
+Conclusion = Literal["success", "action_required", "neutral"]
+Classification = Literal["passing", "flaky", "shifted", "no_data"]
+
+LOWER_BOUND_OPS: frozenset[str] = frozenset({">=", ">"})
+
+
+class Frozen(BaseModel):
+    """Immutable model base; unknown fields are rejected to catch typos early."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+def as_utc(value: datetime) -> datetime:
+    """Return ``value`` as an aware UTC datetime (naive means UTC, per the contract)."""
+    if value.tzinfo is None:
+        return value.replace(tzinfo=UTC)
+    return value.astimezone(UTC)
+
+
+# --------------------------------------------------------------------------- runs
+
+
+class Run(Frozen):
+    """One CI run with its finite numeric summary metrics."""
+
+    id: str
+    created_at: datetime
+    name: str | None = None
+    state: RunState = "finished"
+    commit: str | None = None
+    tags: tuple[str, ...] = ()
+    summary: dict[str, float] = Field(default_factory=dict)
+
+    @field_validator("created_at")
+    @classmethod
+    def _utc(cls, value: datetime) -> datetime:
+        return as_utc(value)
+
+
+class HistoryStats(Frozen):
+    """What was dropped or set aside while reading a history."""
+
+    total: int = 0
+    finished: int = 0
+    by_state: dict[str, int] = Field(default_factory=dict)
+    non_finite_values: int = 0
+    non_numeric_values: int = 0
+    duplicate_ids: int = 0
+    skipped_lines: int = 0
+
+
+class History(Frozen):
+    """Runs sorted by ``created_at`` (all states) plus reading statistics."""
+
+    runs: tuple[Run, ...]
+    stats: HistoryStats = Field(default_factory=HistoryStats)
+    source: str = ""
+
+    @property
+    def finished(self) -> tuple[Run, ...]:
+        """The finished runs, oldest first: the only ones that enter statistics."""
+        return tuple(r for r in self.runs if r.state == "finished")
+
+    def metrics(self) -> list[str]:
+        """Every metric name present in any finished run, sorted."""
+        names: set[str] = set()
+        for run in self.runs:
+            if run.state == "finished":
+                names.update(run.summary)
+        return sorted(names)
+
+
+# --------------------------------------------------------------------------- sources
+
+
+class SourceSpec(Frozen):
+    """Where a gate's run history comes from (repository config or shell-script default)."""
+
+    kind: Literal["file", "wandb", "mlflow"] = "wandb"
+    # file source: a history file path, relative to the repository root
+    path: str | None = None
+    # wandb source
+    entity: str | None = None
+    project: str | None = None
+    # run filters (applied server-side where the source allows it)
+    states: tuple[RunState, ...] = ("finished", "failed", "crashed", "killed", "running")
+    tags: tuple[str, ...] = ()
+    group: str | None = None
+    job_type: str | None = None
+    name_regex: str | None = None
+    created_after: datetime | None = None
+    # metric name -> key in the run summary, when they differ
+    summary_keys: dict[str, str] = Field(default_factory=dict)
+    # mlflow source
+    tracking_uri: str | None = None
+    experiment: str | None = None
+
+    def key(self) -> str:
+        """A stable identifier of this source, used as the cache key."""
+        return self.model_dump_json(exclude_defaults=True)
+
+    def describe(self) -> str:
+        """Human-readable name: ``wandb:entity/project``, ``file:path``, ``mlflow:exp``."""
+        if self.kind == "file":
+            return f"file:{self.path}"
+        if self.kind == "mlflow":
+            return f"mlflow:{self.experiment}"
+        return f"wandb:{self.entity + '/' if self.entity else ''}{self.project}"
+
+
+# --------------------------------------------------------------------------- gates
+
+
+class Gate(Frozen):
+    """One threshold: a named numeric literal in a file, bound to a metric and operator."""
+
+    name: str
+    file: str
+    line: int  # 1-based line of the literal
+    metric: str
+    op: Op
+    value: float
+    literal: str  # the literal's text exactly as written (without quotes)
+    start: int  # character offset of the literal in the file text
+    end: int  # offset one past the literal
+    source: SourceSpec | None = None
+
+    @property
+    def is_lower_bound(self) -> bool:
+        """True for ``>=``/``>`` gates: runs must stay above the limit."""
+        return self.op in LOWER_BOUND_OPS
+
+    def passes(self, value: float) -> bool:
+        """Whether a run's metric value passes this gate's comparison."""
+        return passes(value, self.op, self.value)
+
+
+def passes(value: float, op: Op, limit: float) -> bool:
+    """Evaluate ``value op limit`` exactly as the CI assert does."""
+    if op == ">=":
+        return value >= limit
+    if op == ">":
+        return value > limit
+    if op == "<=":
+        return value <= limit
+    return value < limit
+
+
+class UnboundVariable(Frozen):
+    """A numeric assignment that no comparison uses: reported, never guessed."""
+
+    name: str
+    file: str
+    line: int
+    literal: str
+    reason: str
+
+
+class ThresholdFile(Frozen):
+    """The gates found in one file, with what could not be bound."""
+
+    path: str
+    gates: tuple[Gate, ...] = ()
+    unbound: tuple[UnboundVariable, ...] = ()
+    source: SourceSpec | None = None  # default source named in the file (W&B project)
+
+
+class GateChange(Frozen):
+    """A gate as it stands at base and head of a PR (``base`` None: added in the PR)."""
+
+    head: Gate
+    base: Gate | None = None
+
+    @property
+    def changed(self) -> bool:
+        """Whether the PR changes this gate's value, metric or operator."""
+        return self.base is None or (
+            self.base.value != self.head.value
+            or self.base.metric != self.head.metric
+            or self.base.op != self.head.op
+        )
+
+
+# --------------------------------------------------------------------------- rule
+
+
+_WINDOW_RE = re.compile(r"^(?:(?P<n>\d+)|(?P<regime>regime)|since:(?P<since>\d{4}-\d{2}-\d{2}))$")
+
+
+class WindowSpec(Frozen):
+    """Which runs the limit rule looks at: last N, the current regime, or since a date."""
+
+    kind: Literal["last", "regime", "since"] = "last"
+    runs: int = 20
+    since: date | None = None
+
+    @classmethod
+    def parse(cls, text: str | int) -> WindowSpec:
+        """Parse ``20``, ``regime`` or ``since:YYYY-MM-DD``; raise ValueError otherwise."""
+        match = _WINDOW_RE.match(str(text).strip())
+        if not match:
+            raise ValueError(
+                f"invalid window {text!r}: expected a run count, 'regime' or 'since:YYYY-MM-DD'"
+            )
+        if match["n"] is not None:
+            n = int(match["n"])
+            if n < 1:
+                raise ValueError("window must hold at least 1 run")
+            return cls(kind="last", runs=n)
+        if match["regime"]:
+            return cls(kind="regime")
+        return cls(kind="since", since=date.fromisoformat(match["since"]))
+
+    def __str__(self) -> str:
+        if self.kind == "last":
+            return str(self.runs)
+        if self.kind == "regime":
+            return "regime"
+        return f"since:{self.since}"
+
+
+class RegimeSettings(Frozen):
+    """Sensitivity of the regime detector (repository config ``regimes:``)."""
+
+    min_regime_runs: int = Field(default=5, ge=2)
+    min_effect_sigma: float = Field(default=2.0, gt=0)  # 3.0 missed half the 3-sigma steps
+    min_relative_change: float = Field(default=0.0, ge=0)
+    merge_distance: int = Field(default=3, ge=0)
+    # per-metric search: BIC-like penalty (times log n); bad runs beyond outlier_sigma are ignored
+    penalty: float = Field(default=3.0, gt=0)
+    outlier_sigma: float = Field(default=3.0, gt=0)
+
+
+class RuleSettings(Frozen):
+    """The limit rule and the analysis parameters (repository config ``rule:``)."""
+
+    allowance: float = Field(default=0.05, ge=0, le=1)  # a fraction: 0.05 = 5%
+    window: WindowSpec = Field(default_factory=WindowSpec)
+    significant_digits: int = Field(default=2, ge=1, le=12)
+    failure_lookback: int = Field(default=30, ge=1)
+
+    @field_validator("window", mode="before")
+    @classmethod
+    def _window(cls, value: object) -> object:
+        if isinstance(value, str | int) and not isinstance(value, bool):
+            return WindowSpec.parse(value)
+        return value
+
+    @property
+    def allowance_percent(self) -> str:
+        """The allowance as people write it: ``5%``, ``2.5%``."""
+        return f"{self.allowance * 100:g}%"
+
+
+# --------------------------------------------------------------------------- review
+
+
+class Failures(Frozen):
+    """``failed`` of ``total`` runs fail a value."""
+
+    failed: int
+    total: int
+
+
+class WindowInfo(Frozen):
+    """The window actually used for one gate."""
+
+    kind: Literal["last", "regime", "since"]
+    runs: int
+    first: datetime | None = None
+    last: datetime | None = None
+
+
+class GateReview(Frozen):
+    """The analysis of one gate (contract section 5, plus extra explanatory fields)."""
+
+    name: str
+    file: str
+    line: int
+    metric: str
+    op: Op
+    old: float
+    proposed: float
+    recomputed: float | None
+    window: WindowInfo
+    window_min: float | None
+    window_max: float | None
+    old_failures: Failures
+    proposed_failures: Failures
+    consecutive_failures: int
+    failing_since: datetime | None
+    verdict: Verdict
+    # extras beyond the contract
+    changed: bool = False
+    classification: Classification = "passing"
+    explanation: str = ""
+    decimals: int = 0
+    source: str = ""
+    warnings: tuple[str, ...] = ()
+
+
+class Regime(Frozen):
+    """A stretch of finished runs with stable metrics."""
+
+    start: datetime
+    end: datetime
+    runs: int
+    medians: dict[str, float]
+    first_index: int = 0  # index into the finished runs, oldest first
+    last_index: int = 0
+
+
+class MetricShift(Frozen):
+    """How one metric moved across a regime boundary."""
+
+    before: float
+    after: float
+    relative: float | None = None  # (after - before) / |before|; None when before == 0
+    sigma: float | None = None  # |after - before| in units of in-regime noise
+
+
+class Change(Frozen):
+    """A boundary between two consecutive regimes and what moved there."""
+
+    at: datetime  # created_at of the first run of the new regime
+    index: int = 0  # index of that run among the finished runs
+    before_run: str | None = None
+    after_run: str | None = None
+    before_at: datetime | None = None
+    before_commit: str | None = None
+    after_commit: str | None = None
+    metrics: dict[str, MetricShift] = Field(default_factory=dict)  # sorted by effect size
+    pulls: tuple[int, ...] = ()
+
+
+class PullRef(Frozen):
+    """A pull request linked from the regime table."""
+
+    number: int
+    title: str = ""
+    url: str = ""
+
+
+class Review(Frozen):
+    """The whole review of one PR (or one file audit)."""
+
+    conclusion: Conclusion
+    gates: tuple[GateReview, ...] = ()
+    regimes: tuple[Regime, ...] = ()
+    changes: tuple[Change, ...] = ()
+    rule: RuleSettings = Field(default_factory=RuleSettings)
+    history: HistoryStats = Field(default_factory=HistoryStats)
+    source: str = ""
+    unbound: tuple[UnboundVariable, ...] = ()
+    pulls: dict[int, PullRef] = Field(default_factory=dict)
+    warnings: tuple[str, ...] = ()
+    error: str | None = None  # set when the history could not be read (conclusion neutral)

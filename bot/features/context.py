@@ -1,0 +1,80 @@
+"""What every event handler receives: ``HandlerContext``.
+
+A handler is a plain function registered on the router for an event and actions::
+
+    from bot.features.context import HandlerContext
+    from bot.core.routing import router
+
+    @router.register("pull_request", "opened", "synchronize", "reopened")
+    def review_pull_request(ctx: HandlerContext, payload: dict[str, Any]) -> None:
+        gh = ctx.github(ctx.delivery.installation_id)
+        ...
+
+Handlers run on worker threads, at least once per delivery: a crash or a retry
+runs them again, so they must be idempotent (find-or-edit the one marked comment,
+create-or-update the check run).  Raise ``bot.core.retry.TransientError`` to be retried
+later with backoff, ``bot.core.retry.PermanentError`` to fail at once; other exceptions
+are classified by ``bot.core.retry.is_transient`` (GitHub 5xx and rate limits, history
+outages and network errors are retried).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from sqlalchemy.orm import Session, sessionmaker
+
+from bot.adapters.settings import Settings
+from bot.core.history.sources import HistorySource
+from bot.core.models import SourceSpec
+from bot.core.retry import PermanentError
+
+GitHubClient = Any
+"""The client of one installation; ``bot.adapters.github.client`` provides the concrete class.
+
+``bot.adapters.github.client.client_factory(settings)`` returns the ``Callable[[int], GitHubClient]``
+that maps an installation id to its client; the runtime wires it in.
+"""
+
+GitHubFactory = Callable[[int], GitHubClient]
+HistoryFactory = Callable[[SourceSpec], HistorySource]
+
+
+@dataclass(frozen=True)
+class DeliveryInfo:
+    """The delivery being handled."""
+
+    id: str
+    event: str
+    action: str | None
+    installation_id: int | None
+    attempt: int = 1
+
+
+@dataclass(frozen=True)
+class HandlerContext:
+    """Everything a handler may use; handlers do no other I/O set-up of their own.
+
+    - ``settings``: the App settings;
+    - ``sessions``: SQLAlchemy session factory of the store;
+    - ``delivery``: id, event, action, installation id and attempt number;
+    - ``github``: installation id -> GitHub client (``bot.adapters.github.client`` provides it);
+    - ``history``: source spec -> history source (W&B, file, MLflow);
+    - ``log``: a logger whose records carry the delivery id.
+    """
+
+    settings: Settings
+    sessions: sessionmaker[Session]
+    delivery: DeliveryInfo
+    github: GitHubFactory
+    history: HistoryFactory
+    log: logging.LoggerAdapter[logging.Logger]
+
+    def installation_client(self) -> GitHubClient:
+        """The GitHub client of this delivery's installation (a ``PermanentError`` if none)."""
+        if self.delivery.installation_id is None:
+            raise PermanentError(f"{self.delivery.event} delivery has no installation id")
+        return self.github(self.delivery.installation_id)

@@ -1,0 +1,114 @@
+"""The provenance comment that ``/rebaseline`` writes above the gates it changes.
+
+It records what a maintainer would have written by hand: the rule, the window,
+the date, how many runs, and the regime changes with the PRs that caused them.
+The block is found again by its first line (``# threshold-bot: …``) and replaced
+in place, so repeated rebaselines never stack up comments.  Pure text functions.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from datetime import date, datetime
+
+from bot.core.models import Change, Frozen, RuleSettings
+
+PREFIX = "threshold-bot:"
+_BLOCK_START = re.compile(r"^(?P<indent>[ \t]*)#[ \t]*threshold-bot:")
+_CONTINUATION = re.compile(r"^[ \t]*#[ \t]{2,}\S")
+_NO_COMMENTS = (".json",)
+
+
+class Provenance(Frozen):
+    """What the provenance block says."""
+
+    rule: RuleSettings
+    window_first: datetime | None
+    window_last: datetime | None
+    runs: int
+    on: date
+    by: str | None = None
+    changes: tuple[Change, ...] = ()
+
+
+def supports_comments(path: str) -> bool:
+    """JSON has no comments, so no provenance can be written there."""
+    return not path.lower().endswith(_NO_COMMENTS)
+
+
+def provenance_lines(prov: Provenance, *, indent: str = "") -> list[str]:
+    """The comment lines of a provenance block (without line endings)."""
+    rule = prov.rule
+    window = rule.window
+    if window.kind == "last":
+        window_text = f"the last {window.runs} finished runs"
+    elif window.kind == "regime":
+        window_text = "the finished runs of the current regime"
+    else:
+        window_text = f"the finished runs since {window.since}"
+    span = ""
+    if prov.window_first and prov.window_last:
+        span = f" ({prov.window_first:%Y-%m-%d} .. {prov.window_last:%Y-%m-%d})"
+    who = f" by {_plain(prov.by)}" if prov.by else ""
+    lines = [
+        f"{PREFIX} rebaselined {prov.on:%Y-%m-%d}{who} with /rebaseline",
+        f"  rule: {rule.allowance_percent} allowance from the min/max of {window_text}, "
+        f"{prov.runs} runs{span}",
+    ]
+    if prov.changes:
+        lines.append("  regime changes:")
+        for change in prov.changes:
+            lines.append(f"    {_describe_change(change)}")
+    return [f"{indent}# {line}" for line in lines]
+
+
+def _describe_change(change: Change) -> str:
+    pulls = ", ".join(f"#{n}" for n in change.pulls) or "no PR found"
+    moved = "; ".join(
+        f"{_plain(metric)} {_num(shift.before)} -> {_num(shift.after)}"
+        for metric, shift in list(change.metrics.items())[:3]
+    )
+    return (
+        f"{change.at:%Y-%m-%d} ({pulls}): {moved}" if moved else f"{change.at:%Y-%m-%d} ({pulls})"
+    )
+
+
+def _num(value: float) -> str:
+    return f"{value:.3g}"
+
+
+def _plain(text: str) -> str:
+    """Keep a comment on one line whatever an external string holds."""
+    return " ".join(text.split())[:120]
+
+
+def find_block(lines: Sequence[str]) -> tuple[int, int] | None:
+    """Line range ``[start, end)`` of the existing provenance block, if any."""
+    for start, line in enumerate(lines):
+        if _BLOCK_START.match(line):
+            end = start + 1
+            while end < len(lines) and _CONTINUATION.match(lines[end]):
+                end += 1
+            return start, end
+    return None
+
+
+def write_provenance(text: str, prov: Provenance, *, first_gate_line: int) -> str:
+    """Replace the provenance block, or insert one above ``first_gate_line`` (1-based).
+
+    Every other line is kept byte for byte, including the file's line endings.
+    """
+    lines = text.splitlines(keepends=True)
+    newline = "\r\n" if lines and lines[0].endswith("\r\n") else "\n"
+    bodies = [line.rstrip("\r\n") for line in lines]
+    block = find_block(bodies)
+    if block is not None:
+        start, end = block
+        indent = _BLOCK_START.match(bodies[start]).group("indent")  # type: ignore[union-attr]
+    else:
+        start = end = max(0, min(first_gate_line - 1, len(lines)))
+        target = bodies[start] if start < len(bodies) else ""
+        indent = target[: len(target) - len(target.lstrip(" \t"))]
+    new = [line + newline for line in provenance_lines(prov, indent=indent)]
+    return "".join(lines[:start] + new + lines[end:])

@@ -1,0 +1,69 @@
+"""``pull_request`` events: review the PR on every change; forget it when it closes.
+
+``opened`` / ``synchronize`` / ``reopened`` / ``ready_for_review`` run the review
+(drafts included: see ``bot.features.review.pull``).  ``run_review`` is shared with the
+``check_run`` handler; it also records PRs whose review reads remote history
+(W&B …) so that the periodic re-check (``bot.features.review.recheck``) can re-review them.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict
+
+from bot.adapters.store import tracked
+from bot.core.routing import router
+from bot.features.context import HandlerContext
+from bot.features.review.pull import ReviewOutcome
+from bot.features.review.recheck import review_and_track
+
+
+class _Loose(BaseModel):
+    model_config = ConfigDict(extra="ignore", frozen=True)
+
+
+class _Repository(_Loose):
+    full_name: str
+
+
+class _Pull(_Loose):
+    number: int
+
+
+class PullRequestEvent(_Loose):
+    """The fields of a ``pull_request`` delivery the bot uses."""
+
+    action: str
+    pull_request: _Pull
+    repository: _Repository
+
+
+REVIEW_ACTIONS = ("opened", "synchronize", "reopened", "ready_for_review")
+
+
+@router.register("pull_request", *REVIEW_ACTIONS)
+def on_pull_request(ctx: HandlerContext, payload: dict[str, Any]) -> None:
+    """Review the PR (comment + check run) when it opens or its head moves."""
+    event = PullRequestEvent.model_validate(payload)
+    run_review(ctx, event.repository.full_name, event.pull_request.number)
+
+
+@router.register("pull_request", "closed")
+def on_closed(ctx: HandlerContext, payload: dict[str, Any]) -> None:
+    """Stop re-checking a closed PR."""
+    event = PullRequestEvent.model_validate(payload)
+    with ctx.sessions.begin() as session:
+        tracked.untrack(session, event.repository.full_name, event.pull_request.number)
+
+
+def run_review(ctx: HandlerContext, repo: str, number: int) -> ReviewOutcome:
+    """Review PR ``number`` of ``repo`` as this delivery's installation, and log the result."""
+    gh = ctx.installation_client()
+    installation = ctx.delivery.installation_id or 0
+    outcome = review_and_track(gh, ctx.sessions, installation, repo, number, ctx.history)
+    if outcome.review is not None:
+        ctx.log.info("reviewed %s#%d: %s", repo, number, outcome.review.conclusion)
+    else:
+        ctx.log.info("skipped %s#%d: %s", repo, number, outcome.reason)
+    return outcome

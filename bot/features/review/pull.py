@@ -1,0 +1,355 @@
+"""Review one pull request: the imperative shell around the pure analysis.
+
+PR files → candidate threshold files → their text at the merge base and the head →
+gates → gate changes → history per source → ``build_review`` per source → merge →
+attribute regime changes to PRs → render → one marked comment + one check run.
+
+Decisions:
+- The repository config is read at the PR's *base*, never its head, so a PR cannot
+  loosen the rule or redirect a history source the config names (a shell script's own
+  W&B project, used when the config names none, is part of the change and read at the
+  head).  An invalid config falls back to the defaults and says so in the review.
+- Drafts are reviewed like any PR: early numbers are when feedback helps most,
+  and the single comment is edited in place.  Closed PRs are skipped.
+- A threshold file the PR leaves unparseable makes the check ``action_required``
+  and names the file and line: the PR's own change broke it, a human must look.
+  A file unparseable at the base only is treated as new (every gate added).
+- A PR without threshold files gets nothing: no comment, no check run.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Literal, Protocol
+
+from bot.adapters.github.client import (
+    ChangedFile,
+    CheckAction,
+    CheckConclusion,
+    CheckRunRef,
+    CommentRef,
+    PullInfo,
+)
+from bot.adapters.history.files import FileSource
+from bot.core.analysis.review import build_review, merge_reviews, unavailable_review
+from bot.core.config import CONFIG_PATH, ConfigError, RepoConfig, parse_config
+from bot.core.history.sources import HistoryError, HistorySource, HistoryUnavailable
+from bot.core.models import GateChange, History, Review, SourceSpec, ThresholdFile, UnboundVariable
+from bot.core.render.review import MARKER, render_check, render_comment
+from bot.core.thresholds.diff import diff_gates, removed_gates
+from bot.core.thresholds.discover import find_gates, is_candidate
+from bot.core.thresholds.errors import ThresholdFileError
+from bot.features.approval.decision import ApprovalLike, ApprovalLookup, apply_approval, gate_values
+from bot.features.review.attribution import AttributionAPI, attribute
+
+APPROVE = CheckAction(
+    label="Approve thresholds",
+    identifier="approve",
+    description="Accept the thresholds as proposed",
+)
+RETRY_HINT = "comment /threshold-bot retry or re-run the check to try again"
+
+
+class ReviewAPI(AttributionAPI, Protocol):
+    """The GitHub operations a review needs (``bot.adapters.github.client.GitHubClient`` has them)."""
+
+    def pull(self, repo: str, number: int) -> PullInfo:
+        """The pull request."""
+        ...
+
+    def pull_files(self, repo: str, number: int) -> list[ChangedFile]:
+        """Every file in the PR's diff."""
+        ...
+
+    def file_text(self, repo: str, path: str, ref: str) -> str | None:
+        """A file's text at ``ref``, or None when absent."""
+        ...
+
+    def merge_base(self, repo: str, base: str, head: str) -> str:
+        """The merge base of two commits."""
+        ...
+
+    def upsert_comment(self, repo: str, number: int, body: str, marker: str) -> CommentRef:
+        """Create or edit the marked comment."""
+        ...
+
+    def upsert_check_run(
+        self,
+        repo: str,
+        head_sha: str,
+        *,
+        conclusion: CheckConclusion,
+        title: str,
+        summary: str,
+        text: str = "",
+        actions: tuple[CheckAction, ...] = (),
+        external_id: str | None = None,
+        details_url: str | None = None,
+    ) -> CheckRunRef:
+        """Create or update the check run on ``head_sha``."""
+        ...
+
+
+@dataclass(frozen=True)
+class PullThresholds:
+    """The threshold files of a PR, read and parsed (input to the analysis)."""
+
+    pull: PullInfo
+    config: RepoConfig
+    base_sha: str  # the merge base the gates are diffed against
+    files: tuple[ThresholdFile, ...] = ()  # at the head
+    changes: tuple[GateChange, ...] = ()
+    errors: tuple[str, ...] = ()  # "path:line: reason" of files the head leaves unparseable
+    warnings: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class ReviewOutcome:
+    """What ``review_pull`` did."""
+
+    status: Literal["reviewed", "skipped"]
+    pull: PullInfo
+    reason: str = ""
+    review: Review | None = None
+    comment: CommentRef | None = None
+    check_run: CheckRunRef | None = None
+    sources: tuple[SourceSpec, ...] = field(default=())
+
+
+# --------------------------------------------------------------------------- reading
+
+
+def load_config(gh: ReviewAPI, repo: str, ref: str) -> tuple[RepoConfig, tuple[str, ...]]:
+    """The repository config at ``ref`` (defaults when absent or invalid) and warnings."""
+    text = gh.file_text(repo, CONFIG_PATH, ref)
+    if text is None:
+        return RepoConfig(), ()
+    try:
+        return parse_config(text), ()
+    except ConfigError as exc:
+        return RepoConfig(), (f"{exc} — using the default settings",)
+
+
+def read_thresholds(gh: ReviewAPI, repo: str, pull: PullInfo) -> PullThresholds:
+    """Find the PR's threshold files and diff their gates between merge base and head."""
+    config, warnings = load_config(gh, repo, pull.base_sha)
+    base_sha = gh.merge_base(repo, pull.base_sha, pull.head_sha)
+    files: list[ThresholdFile] = []
+    changes: list[GateChange] = []
+    errors: list[str] = []
+    notes = list(warnings)
+    for changed in gh.pull_files(repo, pull.number):
+        if changed.status == "removed" or not is_candidate(changed.path, config):
+            continue
+        head_text = gh.file_text(repo, changed.path, pull.head_sha)
+        if head_text is None:
+            continue
+        try:
+            head = find_gates(changed.path, head_text, config)
+        except ThresholdFileError as exc:
+            errors.append(_located(exc))
+            continue
+        if head is None or not (head.gates or head.unbound):
+            continue
+        base = _base_file(gh, repo, changed, base_sha, config, notes)
+        files.append(head)
+        changes.extend(diff_gates(base, head))
+        notes += [
+            f"{changed.path}: the PR removes gate {g.name} ({g.metric} {g.op} {g.literal})"
+            for g in removed_gates(base, head)
+        ]
+    return PullThresholds(
+        pull=pull,
+        config=config,
+        base_sha=base_sha,
+        files=tuple(files),
+        changes=tuple(changes),
+        errors=tuple(errors),
+        warnings=tuple(notes),
+    )
+
+
+def _base_file(
+    gh: ReviewAPI,
+    repo: str,
+    changed: ChangedFile,
+    base_sha: str,
+    config: RepoConfig,
+    notes: list[str],
+) -> ThresholdFile | None:
+    path = changed.previous_path or changed.path
+    text = None if changed.status == "added" else gh.file_text(repo, path, base_sha)
+    if text is None:
+        return None
+    try:
+        return find_gates(path, text, config)
+    except ThresholdFileError as exc:
+        notes.append(f"{_located(exc)} (at the base; its gates are treated as new)")
+        return None
+
+
+def _located(exc: ThresholdFileError) -> str:
+    return str(exc)  # "path:line: reason"
+
+
+# --------------------------------------------------------------------------- history
+
+
+def source_of(
+    change: GateChange, files: Sequence[ThresholdFile], config: RepoConfig
+) -> SourceSpec | None:
+    """The history source of a gate: its own, its file's default, else the config's default."""
+    if change.head.source is not None:
+        return change.head.source
+    for tf in files:
+        if tf.path == change.head.file and tf.source is not None:
+            return tf.source
+    return config.source(None)
+
+
+def repo_history(gh: ReviewAPI, repo: str, ref: str) -> FileSource:
+    """A ``FileSource`` reading history files from the repository at ``ref``."""
+
+    def read_text(path: str) -> str:
+        text = gh.file_text(repo, path, ref)
+        if text is None:
+            raise FileNotFoundError(path)
+        return text
+
+    return FileSource(read_text)
+
+
+RemoteHistory = Callable[[SourceSpec], HistorySource]
+
+
+class HistoryRouter:
+    """Reads ``file`` sources from the repository, every other kind from ``remote``."""
+
+    def __init__(self, repo_files: HistorySource, remote: RemoteHistory | None) -> None:
+        self._repo_files = repo_files
+        self._remote = remote
+
+    def fetch(self, spec: SourceSpec) -> History:
+        """The runs of ``spec``; ``HistoryUnavailable`` when no remote source is configured."""
+        if spec.kind == "file":
+            return self._repo_files.fetch(spec)
+        if self._remote is None:
+            raise HistoryUnavailable(f"{spec.describe()}: this server has no {spec.kind} access")
+        return self._remote(spec).fetch(spec)
+
+
+# --------------------------------------------------------------------------- analysis
+
+
+def analyse(found: PullThresholds, history: HistorySource) -> tuple[Review, tuple[SourceSpec, ...]]:
+    """Review every gate against its source's history; one ``Review`` for the whole PR."""
+    groups: dict[str, tuple[SourceSpec | None, list[GateChange]]] = {}
+    for change in found.changes:
+        spec = source_of(change, found.files, found.config)
+        key = spec.key() if spec is not None else ""
+        groups.setdefault(key, (spec, []))[1].append(change)
+    unbound: tuple[UnboundVariable, ...] = tuple(u for tf in found.files for u in tf.unbound)
+    rule, regimes = found.config.rule, found.config.regimes
+    reviews: list[Review] = []
+    for spec, changes in groups.values():
+        shared = unbound if not reviews else ()
+        if spec is None:
+            error = "no history source: name a W&B project in the file or set one in " + CONFIG_PATH
+            reviews.append(unavailable_review(changes, error, rule=rule, unbound=shared))
+            continue
+        try:
+            runs = history.fetch(spec)
+        except HistoryError as exc:
+            error = f"{spec.describe()}: {exc} — {RETRY_HINT}"
+            reviews.append(unavailable_review(changes, error, rule=rule, unbound=shared))
+            continue
+        reviews.append(
+            build_review(
+                changes,
+                runs,
+                rule=rule,
+                regime_settings=regimes,
+                unbound=shared,
+            )
+        )
+    review = merge_reviews(reviews) if reviews else Review(conclusion="success", unbound=unbound)
+    update: dict[str, object] = {"warnings": found.errors + found.warnings + review.warnings}
+    if found.errors:
+        update["conclusion"] = "action_required"
+    review = review.model_copy(update=update)
+    sources = tuple(spec for spec, _ in groups.values() if spec is not None)
+    return review, sources
+
+
+# --------------------------------------------------------------------------- publishing
+
+
+def publish(
+    gh: ReviewAPI,
+    repo: str,
+    found: PullThresholds,
+    review: Review,
+    approval: ApprovalLike | None = None,
+) -> tuple[CommentRef, CheckRunRef]:
+    """Post (or edit) the marked comment, then complete the check run on the head SHA.
+
+    A maintainer's ``approval`` of exactly the head's gate values turns an
+    ``action_required`` check into ``success`` naming the approver (``bot.features.approval.decision``).
+    A threshold file the head leaves unreadable cannot be approved away: its gates are
+    unknown, so there is no Approve button and a stored approval does not apply.
+    """
+    pull = found.pull
+    repo_url = pull.url.rsplit("/pull/", 1)[0]
+    approvable = not found.errors
+    conclusion, approved = apply_approval(
+        review.conclusion, gate_values(found.files), approval if approvable else None
+    )
+    body = render_comment(review, repo_url=repo_url, app_mode=True, approved=approved)
+    comment = gh.upsert_comment(repo, pull.number, body, MARKER)
+    output = render_check(review, repo_url=repo_url)
+    title = output.title
+    if found.errors:
+        title = f"Cannot read {found.errors[0].split(': ', 1)[0]}"[:255]
+    check = gh.upsert_check_run(
+        repo,
+        pull.head_sha,
+        conclusion=conclusion,
+        title=approved or title,
+        summary=f"✅ {approved}.\n\n{output.summary}" if approved else output.summary,
+        text=output.text,
+        actions=(APPROVE,) if conclusion == "action_required" and approvable else (),
+        external_id=str(pull.number),
+        details_url=comment.url,
+    )
+    return comment, check
+
+
+def review_pull(
+    gh: ReviewAPI,
+    repo: str,
+    number: int,
+    *,
+    remote_history: RemoteHistory | None = None,
+    approvals: ApprovalLookup | None = None,
+) -> ReviewOutcome:
+    """Review PR ``number`` of ``repo`` end to end and publish the result."""
+    pull = gh.pull(repo, number)
+    if pull.state != "open":
+        return ReviewOutcome(status="skipped", pull=pull, reason=f"the PR is {pull.state}")
+    found = read_thresholds(gh, repo, pull)
+    if not found.changes and not found.errors:
+        return ReviewOutcome(status="skipped", pull=pull, reason="no threshold files")
+    history = HistoryRouter(repo_history(gh, repo, pull.base_ref), remote_history)
+    review, sources = analyse(found, history)
+    review = attribute(gh, repo, review)
+    approval = approvals(repo, number) if approvals is not None else None
+    comment, check = publish(gh, repo, found, review, approval)
+    return ReviewOutcome(
+        status="reviewed",
+        pull=pull,
+        review=review,
+        comment=comment,
+        check_run=check,
+        sources=sources,
+    )

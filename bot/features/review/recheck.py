@@ -1,0 +1,179 @@
+"""Re-review open threshold PRs when their remote history gets new runs.
+
+Every review of a PR whose gates read a remote source (W&B …) records the PR and
+its sources in ``bot.adapters.store.tracked``; closing the PR, or a review that no longer
+reads remote history, forgets it.  ``recheck`` syncs each tracked source once,
+then re-reviews the PRs of the sources that changed (their comment and check run
+are edited in place).  File sources need no polling: a change to the history
+file is a push, and the next PR event reviews against it.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+
+from sqlalchemy.orm import Session, sessionmaker
+
+from bot.adapters.github.client import GitHubError
+from bot.adapters.history.cache import CachedSource, SyncResult
+from bot.adapters.history.sync import cached_source, sync_sources
+from bot.adapters.settings import Settings
+from bot.adapters.store import tracked
+from bot.adapters.store.tracked import Tracked
+from bot.core.history.sources import HistoryError
+from bot.core.models import SourceSpec
+from bot.features.approval.decision import stored_approvals
+from bot.features.review.pull import RemoteHistory, ReviewAPI, ReviewOutcome, review_pull
+
+log = logging.getLogger(__name__)
+
+RECHECK_MINUTES = 15
+
+SyncSources = Callable[[Sequence[SourceSpec]], Mapping[str, SyncResult]]
+"""Sync these sources; results keyed by ``SourceSpec.key()``."""
+
+
+@dataclass(frozen=True)
+class RecheckReport:
+    """What one re-check did."""
+
+    sources: int = 0
+    changed: tuple[str, ...] = ()  # descriptions of the sources with new runs
+    reviewed: tuple[str, ...] = ()  # "owner/repo#number"
+    failed: tuple[str, ...] = field(default=())  # "owner/repo#number: reason"
+
+
+def review_and_track(
+    gh: ReviewAPI,
+    sessions: sessionmaker[Session],
+    installation_id: int,
+    repo: str,
+    number: int,
+    remote_history: RemoteHistory | None,
+) -> ReviewOutcome:
+    """Review a PR, then track it if its review reads remote history (else untrack it).
+
+    Reviews of the same PR in this process run one at a time, so two deliveries close
+    together (``opened`` and a quick push) cannot both create the comment.
+    """
+    with _pull_lock(repo, number):
+        outcome = review_pull(
+            gh,
+            repo,
+            number,
+            remote_history=remote_history,
+            approvals=stored_approvals(sessions),
+        )
+    remote = tuple(spec for spec in outcome.sources if spec.kind != "file")
+    with sessions.begin() as session:
+        if outcome.status == "reviewed" and remote:
+            tracked.track(
+                session,
+                installation_id=installation_id,
+                repo=repo,
+                number=number,
+                head_sha=outcome.pull.head_sha,
+                sources=remote,
+                conclusion=outcome.review.conclusion if outcome.review else "",
+            )
+        else:
+            tracked.untrack(session, repo, number)
+    return outcome
+
+
+_locks: dict[tuple[str, int], threading.Lock] = {}
+_locks_guard = threading.Lock()
+
+
+def _pull_lock(repo: str, number: int) -> threading.Lock:
+    with _locks_guard:
+        return _locks.setdefault((repo, number), threading.Lock())
+
+
+def unique_sources(pulls: Sequence[Tracked]) -> list[SourceSpec]:
+    """Every source the tracked PRs read, once each, in first-seen order."""
+    seen: dict[str, SourceSpec] = {}
+    for pull in pulls:
+        for spec in pull.sources:
+            seen.setdefault(spec.key(), spec)
+    return list(seen.values())
+
+
+def stale(pulls: Sequence[Tracked], results: Mapping[str, SyncResult]) -> list[Tracked]:
+    """The PRs to review again: a source of theirs got new runs, or their last review could
+    not read the history (``neutral``) and every source of theirs synced fine now."""
+    changed = {key for key, result in results.items() if result.changed}
+    readable = {key for key, result in results.items() if result.error is None}
+
+    def due(pull: Tracked) -> bool:
+        keys = [spec.key() for spec in pull.sources]
+        if pull.conclusion == "neutral":
+            return all(key in readable for key in keys)
+        return any(key in changed for key in keys)
+
+    return [p for p in pulls if due(p)]
+
+
+def recheck(
+    sessions: sessionmaker[Session],
+    github: Callable[[int], ReviewAPI],
+    remote_history: RemoteHistory,
+    sync: SyncSources,
+) -> RecheckReport:
+    """Sync the tracked PRs' sources and re-review the PRs whose sources changed."""
+    with sessions() as session:
+        pulls = tracked.tracked(session)
+    specs = unique_sources(pulls)
+    if not specs:
+        return RecheckReport()
+    results = sync(specs)
+    reviewed: list[str] = []
+    failed: list[str] = []
+    for pull in stale(pulls, results):
+        name = f"{pull.repo}#{pull.number}"
+        try:
+            gh = github(pull.installation_id)
+            review_and_track(
+                gh, sessions, pull.installation_id, pull.repo, pull.number, remote_history
+            )
+        except (GitHubError, HistoryError) as exc:
+            log.warning("re-check of %s failed: %s", name, exc)
+            failed.append(f"{name}: {exc}")
+            continue
+        reviewed.append(name)
+    changed = tuple(r.source for r in results.values() if r.changed)
+    return RecheckReport(
+        sources=len(specs), changed=changed, reviewed=tuple(reviewed), failed=tuple(failed)
+    )
+
+
+def recheck_job(
+    settings: Settings,
+    sessions: sessionmaker[Session],
+    github: Callable[[int], ReviewAPI],
+    remote_history: RemoteHistory,
+) -> Callable[[], RecheckReport]:
+    """The periodic job: ``recheck`` with the run cache of ``settings`` (built on first run)."""
+    caches: list[CachedSource] = []
+
+    def sync(specs: Sequence[SourceSpec]) -> Mapping[str, SyncResult]:
+        if not caches:
+            caches.append(cached_source(settings, sessions))
+        return sync_sources(caches[0], specs)
+
+    def job() -> RecheckReport:
+        report = recheck(sessions, github, remote_history, sync)
+        if report.sources:
+            log.info(
+                "re-check: %d sources, %d changed, %d PRs reviewed, %d failed",
+                report.sources,
+                len(report.changed),
+                len(report.reviewed),
+                len(report.failed),
+            )
+        return report
+
+    return job

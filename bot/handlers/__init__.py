@@ -1,1 +1,0 @@
-"""Small event handlers, one module per event family."""

@@ -1,1 +1,0 @@
-"""Run-history sources: local files, W&B, MLflow, and the run cache."""
