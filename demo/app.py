@@ -28,7 +28,8 @@ from typing import Any
 import httpx
 import uvicorn
 
-from bot.adapters.github.client import CHECK_NAME, client_factory
+from bot.adapters.github.api import CHECK_NAME
+from bot.adapters.github.app import client_factory
 from bot.adapters.settings import Settings
 from bot.adapters.store import deliveries
 from bot.app.runtime import Runtime, build

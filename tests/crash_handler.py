@@ -13,7 +13,7 @@ import sqlite3
 import time
 from typing import Any
 
-from bot.core.routing import router
+from bot.core.routing import Router
 from bot.features.context import HandlerContext
 
 EVENT = "crash_test"
@@ -26,6 +26,9 @@ def _connect() -> sqlite3.Connection:
         "CREATE TABLE IF NOT EXISTS completed (delivery TEXT PRIMARY KEY, attempt INTEGER)"
     )
     return conn
+
+
+router = Router[HandlerContext]()
 
 
 @router.register(EVENT)

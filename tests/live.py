@@ -114,7 +114,7 @@ class Recorder:
     """A router with handlers that record each call; ``fail_with`` makes them raise."""
 
     def __init__(self, *routes: tuple[str, tuple[str, ...]]) -> None:
-        self.router = Router()
+        self.router = Router[HandlerContext]()
         self.calls: list[tuple[str, str | None, str, int]] = []  # event, action, id, attempt
         self.payloads: list[dict[str, Any]] = []
         self.fail_with: list[BaseException] = []  # raised one by one, then succeed

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
-from bot.adapters.github.client import GitHubTransientError, PullInfo
+from bot.adapters.github.api import PullInfo
+from bot.adapters.github.errors import GitHubTransientError
 from bot.core.models import Change, Review
 from bot.features.review.attribution import attribute
 from tests.fakes.recording_github import RecordingGitHub

@@ -5,26 +5,22 @@ are asserted."""
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from bot.adapters.github.client import (
-    GitHubForbidden,
-    GitHubPermanentError,
+from bot.adapters.github.errors import (
     GitHubTransientError,
-    GitHubUnprocessable,
-    ReviewComment,
 )
 from bot.adapters.store import approvals, audit
 from bot.adapters.store.db import init_db, make_engine
+from bot.app.routes import app_router
 from bot.core.commands import HELP_TEXT
 from bot.core.models import History, Run, SourceSpec
 from bot.core.permissions import RANK
-from bot.core.routing import load_handlers
 from bot.features.approval.handlers import on_requested_action
 from bot.features.comments import on_comment
 from bot.features.context import DeliveryInfo, HandlerContext
@@ -47,89 +43,16 @@ class Steady:
         return History(runs=runs, source=spec.describe())
 
 
-@dataclass
-class CommandGitHub(RecordingGitHub):
-    """The recording client plus what commands use: reactions, permissions, commits, reviews."""
-
-    levels: dict[str, str] = field(default_factory=dict)
-    branches: dict[str, str] = field(default_factory=dict)
-    replies: dict[str, str] = field(default_factory=dict)  # marker -> body
-    reviews: list[tuple[str, tuple[ReviewComment, ...]]] = field(default_factory=list)
-    push_forbidden: bool = False
-    stale: bool = False  # GitHub still shows the PR's old head after the branch moved
-    reject_lines: bool = False  # GitHub answers 422 to a review with line comments
-    conflict: bool = False  # GitHub answers 409 to a commit (the file's SHA moved)
-    review_forbidden: bool = False  # the App may not post reviews
-
-    def open_pull(self, number: int, files: dict[str, str], *, title: str = "Tune") -> Any:
-        pull = super().open_pull(number, files, title=title)
-        self.branches[pull.head_ref] = pull.head_sha
-        return pull
-
-    def pull(self, repo: str, number: int) -> Any:
-        pull = super().pull(repo, number)
-        if self.stale:
-            return pull
-        return replace(pull, head_sha=self.branches.get(pull.head_ref, pull.head_sha))
-
-    def file_text(self, repo: str, path: str, ref: str) -> str | None:
-        return super().file_text(repo, path, self.branches.get(ref, ref))
-
-    def add_reaction(self, repo: str, comment_id: int, content: str) -> None:
-        self.calls.append(("add_reaction", (repo, comment_id, content)))
-
-    def permission(self, repo: str, user: str) -> str:
-        self.calls.append(("permission", (repo, user)))
-        return self.levels.get(user, "read")
-
-    def upsert_comment(self, repo: str, number: int, body: str, marker: str) -> Any:
-        if marker.startswith("<!-- threshold-bot:reply"):
-            self.calls.append(("reply", (repo, number, body)))
-            self.replies[marker] = body
-            return None
-        return super().upsert_comment(repo, number, body, marker)
-
-    def commit_file(self, repo: str, branch: str, path: str, text: str, message: str) -> str:
-        self.calls.append(("commit_file", (repo, branch, path, text, message)))
-        if self.push_forbidden:
-            raise GitHubForbidden("Resource not accessible by integration", 403)
-        if self.conflict:
-            raise GitHubPermanentError(f"GitHub 409: {path} does not match abc123", 409)
-        sha = self.commit({path: text}, parent=self.branches[branch])
-        self.branches[branch] = sha
-        return sha
-
-    def create_review(
-        self,
-        repo: str,
-        number: int,
-        *,
-        commit_sha: str,
-        body: str,
-        comments: tuple[ReviewComment, ...] = (),
-    ) -> int:
-        self.calls.append(("create_review", (repo, number, commit_sha)))
-        if self.review_forbidden:
-            raise GitHubForbidden("GitHub 403: Resource not accessible by integration", 403)
-        if comments and self.reject_lines:
-            raise GitHubUnprocessable("Line could not be resolved", 422)
-        self.reviews.append((body, comments))
-        return len(self.reviews)
-
-    def called(self, name: str) -> list[tuple[Any, ...]]:
-        return [args for called, args in self.calls if called == name]
-
-
 @pytest.fixture
-def gh() -> CommandGitHub:
-    fake = CommandGitHub()
+def gh() -> RecordingGitHub:
+    fake = RecordingGitHub()
     fake.commit({SCRIPT: script("0.56", project=PROJECT)})
     fake.open_pull(7, {SCRIPT: script("0.58", project=PROJECT)})  # too tight: runs sit at 0.55
     fake.levels.update(maya="maintain", wes="write", rita="read")
     return fake
 
 
-def context(tmp_path: Path, gh: CommandGitHub, event: str, delivery: str = "d1") -> HandlerContext:
+def context(tmp_path: Path, gh: RecordingGitHub, event: str, delivery: str = "d1") -> HandlerContext:
     settings = make_settings(tmp_path)
     return HandlerContext(
         settings=settings,
@@ -164,7 +87,7 @@ def audit_rows(ctx: HandlerContext) -> list[tuple[str, str, str]]:
 
 
 def test_handlers_are_registered() -> None:
-    router = load_handlers()
+    router = app_router()
     assert on_comment in router.handlers("issue_comment", "created")
     assert on_comment not in router.handlers("issue_comment", "edited")
     assert on_requested_action in router.handlers("check_run", "requested_action")
@@ -183,7 +106,7 @@ def test_handlers_are_registered() -> None:
     ids=["issue", "bot", "no-command", "code-fence", "quote", "look-alike"],
 )
 def test_comments_without_a_command_for_us_are_left_alone(
-    tmp_path: Path, gh: CommandGitHub, payload: dict[str, Any]
+    tmp_path: Path, gh: RecordingGitHub, payload: dict[str, Any]
 ) -> None:
     ctx = context(tmp_path, gh, "issue_comment")
     calls = len(gh.calls)
@@ -193,7 +116,7 @@ def test_comments_without_a_command_for_us_are_left_alone(
     assert gh.calls[calls:] == [] and audit_rows(ctx) == []
 
 
-def test_help_is_acknowledged_and_answered(tmp_path: Path, gh: CommandGitHub) -> None:
+def test_help_is_acknowledged_and_answered(tmp_path: Path, gh: RecordingGitHub) -> None:
     ctx = context(tmp_path, gh, "issue_comment")
 
     on_comment(ctx, comment_payload("/threshold-bot help", sender="rita"))
@@ -204,7 +127,7 @@ def test_help_is_acknowledged_and_answered(tmp_path: Path, gh: CommandGitHub) ->
     assert audit_rows(ctx) == [("rita", "help", "done")]
 
 
-def test_unknown_option_gets_a_helpful_reply(tmp_path: Path, gh: CommandGitHub) -> None:
+def test_unknown_option_gets_a_helpful_reply(tmp_path: Path, gh: RecordingGitHub) -> None:
     ctx = context(tmp_path, gh, "issue_comment")
 
     on_comment(ctx, comment_payload("/rebaseline --force"))
@@ -217,7 +140,7 @@ def test_unknown_option_gets_a_helpful_reply(tmp_path: Path, gh: CommandGitHub) 
 
 @pytest.mark.parametrize("user", ["rita", "nobody"])
 def test_rebaseline_checks_the_sender_every_time(
-    tmp_path: Path, gh: CommandGitHub, user: str
+    tmp_path: Path, gh: RecordingGitHub, user: str
 ) -> None:
     ctx = context(tmp_path, gh, "issue_comment")
     # the comment's author is a maintainer, but the event's sender is who counts
@@ -233,7 +156,7 @@ def test_rebaseline_checks_the_sender_every_time(
     assert audit_rows(ctx) == [(user, "rebaseline", "refused")]  # once per delivery
 
 
-def test_repository_config_can_require_more(tmp_path: Path, gh: CommandGitHub) -> None:
+def test_repository_config_can_require_more(tmp_path: Path, gh: RecordingGitHub) -> None:
     config = "permissions:\n  rebaseline: admin\n"
     gh.commit({CONFIG: config})
     gh.pulls[7] = replace(gh.pulls[7], base_sha=gh.commits[-1])
@@ -247,7 +170,7 @@ def test_repository_config_can_require_more(tmp_path: Path, gh: CommandGitHub) -
 
 
 def test_rebaseline_commits_to_the_head_branch_and_reviews_the_new_head(
-    tmp_path: Path, gh: CommandGitHub
+    tmp_path: Path, gh: RecordingGitHub
 ) -> None:
     ctx = context(tmp_path, gh, "issue_comment")
     old_head = gh.pulls[7].head_sha
@@ -266,7 +189,7 @@ def test_rebaseline_commits_to_the_head_branch_and_reviews_the_new_head(
 
 
 def test_a_branch_that_moved_meanwhile_is_not_overwritten(
-    tmp_path: Path, gh: CommandGitHub
+    tmp_path: Path, gh: RecordingGitHub
 ) -> None:
     head = gh.pulls[7].head_sha
     gh.branches["branch-7"] = gh.commit({SCRIPT: script("0.57", project=PROJECT)}, parent=head)
@@ -281,7 +204,7 @@ def test_a_branch_that_moved_meanwhile_is_not_overwritten(
     assert audit_rows(ctx) == [("wes", "rebaseline", "failed")]
 
 
-def test_a_commit_github_refuses_is_answered_not_dropped(tmp_path: Path, gh: CommandGitHub) -> None:
+def test_a_commit_github_refuses_is_answered_not_dropped(tmp_path: Path, gh: RecordingGitHub) -> None:
     gh.conflict = True  # e.g. someone pushed between the check and the commit
     ctx = context(tmp_path, gh, "issue_comment")
 
@@ -294,7 +217,7 @@ def test_a_commit_github_refuses_is_answered_not_dropped(tmp_path: Path, gh: Com
     assert audit_rows(ctx) == [("wes", "rebaseline", "failed")]
 
 
-def test_other_refusals_from_github_are_answered_too(tmp_path: Path, gh: CommandGitHub) -> None:
+def test_other_refusals_from_github_are_answered_too(tmp_path: Path, gh: RecordingGitHub) -> None:
     gh.push_forbidden = gh.review_forbidden = True  # no push, and no reviews either
     ctx = context(tmp_path, gh, "issue_comment")
 
@@ -306,7 +229,7 @@ def test_other_refusals_from_github_are_answered_too(tmp_path: Path, gh: Command
 
 
 def test_a_retry_after_the_commit_does_not_rebaseline_again(
-    tmp_path: Path, gh: CommandGitHub
+    tmp_path: Path, gh: RecordingGitHub
 ) -> None:
     ctx = context(tmp_path, gh, "issue_comment")
     payload = comment_payload("/rebaseline", sender="wes")
@@ -330,7 +253,7 @@ def test_a_retry_after_the_commit_does_not_rebaseline_again(
     assert gh.check_for(gh.branches["branch-7"]).conclusion == "success"
 
 
-def test_push_refused_falls_back_to_suggestions(tmp_path: Path, gh: CommandGitHub) -> None:
+def test_push_refused_falls_back_to_suggestions(tmp_path: Path, gh: RecordingGitHub) -> None:
     gh.push_forbidden = True  # the fork's owner turned "allow edits" off meanwhile
     ctx = context(tmp_path, gh, "issue_comment")
 
@@ -353,7 +276,7 @@ def long_script(value: str, note: str) -> str:
 
 @pytest.mark.parametrize("reject_lines", [False, True], ids=["outside-diff", "github-422"])
 def test_changes_no_suggestion_can_carry_go_in_the_review_body(
-    tmp_path: Path, gh: CommandGitHub, reject_lines: bool
+    tmp_path: Path, gh: RecordingGitHub, reject_lines: bool
 ) -> None:
     gh.commit({SCRIPT: long_script("0.56", "nightly")})
     # outside-diff: only the note changes; github-422: the gate line changes too, but
@@ -372,7 +295,7 @@ def test_changes_no_suggestion_can_carry_go_in_the_review_body(
     assert "-EVAL_ACC_MIN_VALUE=0.5" in body and "apply by hand" in body
 
 
-def test_dry_run_and_unknown_gate(tmp_path: Path, gh: CommandGitHub) -> None:
+def test_dry_run_and_unknown_gate(tmp_path: Path, gh: RecordingGitHub) -> None:
     ctx = context(tmp_path, gh, "issue_comment")
 
     on_comment(ctx, comment_payload("/rebaseline NOPE EVAL_ACC_MIN_VALUE --dry-run"))
@@ -384,7 +307,7 @@ def test_dry_run_and_unknown_gate(tmp_path: Path, gh: CommandGitHub) -> None:
     assert audit_rows(ctx) == [("maya", "rebaseline", "dry_run")]
 
 
-def test_retry_reviews_again(tmp_path: Path, gh: CommandGitHub) -> None:
+def test_retry_reviews_again(tmp_path: Path, gh: RecordingGitHub) -> None:
     ctx = context(tmp_path, gh, "issue_comment")
 
     on_comment(ctx, comment_payload("/threshold-bot retry", sender="rita"))
@@ -396,7 +319,7 @@ def test_retry_reviews_again(tmp_path: Path, gh: CommandGitHub) -> None:
 # --------------------------------------------------------------------------- approval
 
 
-def approve_payload(gh: CommandGitHub, sender: str, **changes: Any) -> dict[str, Any]:
+def approve_payload(gh: RecordingGitHub, sender: str, **changes: Any) -> dict[str, Any]:
     pull = gh.pull("owner/repo", 7)
     return patched(
         fixture("check_run.requested_action"),
@@ -414,7 +337,7 @@ def approve_payload(gh: CommandGitHub, sender: str, **changes: Any) -> dict[str,
 
 
 def test_approve_by_a_maintainer_stores_the_values_and_greens_the_check(
-    tmp_path: Path, gh: CommandGitHub
+    tmp_path: Path, gh: RecordingGitHub
 ) -> None:
     ctx = context(tmp_path, gh, "check_run")
     head = gh.pull("owner/repo", 7).head_sha
@@ -431,7 +354,7 @@ def test_approve_by_a_maintainer_stores_the_values_and_greens_the_check(
     assert gh.replies == {} and audit_rows(ctx) == [("maya", "approve", "done")]
 
 
-def test_approve_by_a_reader_is_refused(tmp_path: Path, gh: CommandGitHub) -> None:
+def test_approve_by_a_reader_is_refused(tmp_path: Path, gh: RecordingGitHub) -> None:
     ctx = context(tmp_path, gh, "check_run")
 
     on_requested_action(ctx, approve_payload(gh, "rita"))
@@ -449,7 +372,7 @@ def test_approve_by_a_reader_is_refused(tmp_path: Path, gh: CommandGitHub) -> No
     ids=["other-action", "other-check"],
 )
 def test_other_actions_and_checks_are_ignored(
-    tmp_path: Path, gh: CommandGitHub, changes: dict[str, Any]
+    tmp_path: Path, gh: RecordingGitHub, changes: dict[str, Any]
 ) -> None:
     ctx = context(tmp_path, gh, "check_run")
     payload = approve_payload(gh, "maya", **changes)

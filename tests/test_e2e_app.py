@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from bot.adapters.github.client import client_factory
+from bot.adapters.github.app import client_factory
 from bot.adapters.store import deliveries
 from bot.app.runtime import Runtime, build
 from bot.app.web import create_app

@@ -21,7 +21,7 @@ import pytest
 import typer
 from typer.testing import CliRunner
 
-from bot.adapters.github.client import client_factory
+from bot.adapters.github.app import client_factory
 from bot.adapters.store import deliveries
 from bot.app.runtime import build
 from bot.app.web import create_app

@@ -20,7 +20,7 @@ from typing import Any
 
 import pytest
 
-from bot.adapters.github.client import client_factory
+from bot.adapters.github.app import client_factory
 from bot.adapters.history.cache import CachedSource
 from bot.adapters.settings import Settings
 from bot.adapters.store import deliveries, runs, tracked

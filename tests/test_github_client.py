@@ -11,16 +11,10 @@ from datetime import UTC, datetime
 
 import pytest
 
-from bot.adapters.github.client import (
-    CheckAction,
-    GitHubApp,
-    GitHubClient,
-    GitHubForbidden,
-    GitHubNotFound,
-    GitHubTransientError,
-    ReviewComment,
-    _create_once,
-)
+from bot.adapters.github.api import CheckAction, ReviewComment
+from bot.adapters.github.app import GitHubApp
+from bot.adapters.github.client import GitHubClient, _create_once
+from bot.adapters.github.errors import GitHubForbidden, GitHubNotFound, GitHubTransientError
 from bot.core.retry import is_transient
 from tests.fakes.github_api import FakeGitHub
 from tests.fakes.github_state import IssueComment, Repo

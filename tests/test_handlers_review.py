@@ -12,8 +12,8 @@ import pytest
 
 from bot.adapters.store import tracked
 from bot.adapters.store.db import init_db, make_engine
+from bot.app.routes import app_router
 from bot.core.models import History, Run, SourceSpec
-from bot.core.routing import load_handlers
 from bot.features.context import DeliveryInfo, HandlerContext
 from bot.features.review.check_run import on_rerequested
 from bot.features.review.handlers import on_closed, on_pull_request
@@ -63,7 +63,7 @@ def pull_payload(action: str, number: int) -> dict[str, Any]:
 
 
 def test_handlers_are_registered_for_their_events() -> None:
-    router = load_handlers()
+    router = app_router()
     for action in ("opened", "synchronize", "reopened", "ready_for_review"):
         assert on_pull_request in router.handlers("pull_request", action)
     assert on_closed in router.handlers("pull_request", "closed")

@@ -10,8 +10,15 @@ import pytest
 
 from bot.adapters.store import installations
 from bot.adapters.store.db import init_db, make_engine
-from bot.core.routing import HANDLER_MODULES, Router, is_own_event, load_handlers, skip_reason
+from bot.app.routes import app_router
+from bot.core.routing import Router, is_own_event, skip_reason
+from bot.features import comments
+from bot.features import installations as installation_events
+from bot.features.approval import handlers as approval
 from bot.features.context import DeliveryInfo, HandlerContext
+from bot.features.review import check_run
+from bot.features.review import handlers as review
+from tests import crash_handler
 from tests.live import Recorder, make_settings
 from tests.webhooks import event_of, fixture, fixture_names, patched
 
@@ -42,7 +49,7 @@ def test_dispatch_by_event_and_action(tmp_path: Path) -> None:
         payload = fixture(name)
         event, action = event_of(name), payload.get("action")
         ctx = _context(tmp_path, event, action)
-        ran = rec.router.dispatch(ctx, payload)
+        ran = rec.router.dispatch(event, action, ctx, payload)
         wanted = (event == "pull_request" and action in ("opened", "synchronize")) or (
             event == "check_run"
         )
@@ -59,7 +66,7 @@ def test_dispatch_by_event_and_action(tmp_path: Path) -> None:
 
 
 def test_handlers_run_in_registration_order_once_each() -> None:
-    router = Router()
+    router = Router[HandlerContext]()
     order: list[str] = []
 
     @router.register("issue_comment", "created")
@@ -95,11 +102,32 @@ def test_own_events_and_unrouted_events_are_skipped() -> None:
     assert skip_reason(rec.router, "push", fixture("push"), None, None) == "no handler for push"
 
 
-def test_builtin_handler_modules_register_bookkeeping() -> None:
-    router = load_handlers()
-    assert "bot.features.installations" in HANDLER_MODULES
-    for event in ("ping", "installation", "installation_repositories"):
-        assert router.handlers(event, None), event
+def test_the_app_router_composes_the_feature_routers() -> None:
+    router = app_router()
+    assert router.handlers("ping", None) == [installation_events.on_ping]
+    assert router.handlers("installation", "created") == [installation_events.on_installation]
+    assert review.on_pull_request in router.handlers("pull_request", "opened")
+    assert router.handlers("pull_request", "closed") == [review.on_closed]
+    assert router.handlers("issue_comment", "created") == [comments.on_comment]
+    assert router.handlers("check_run", "requested_action") == [approval.on_requested_action]
+    assert router.handlers("check_run", "rerequested") == [check_run.on_rerequested]
+
+
+def test_routers_compose_and_extra_modules_must_expose_one() -> None:
+    a, b = Router[HandlerContext](), Router[HandlerContext]()
+
+    @a.register("ping")
+    def first(ctx: HandlerContext, payload: dict[str, Any]) -> None: ...
+
+    @b.register("ping")
+    def second(ctx: HandlerContext, payload: dict[str, Any]) -> None: ...
+
+    assert Router(a, b, a).handlers("ping", None) == [first, second]
+    extended = app_router(["tests.crash_handler"])
+    assert extended.handlers("crash_test", None) == [crash_handler.slow_handler]
+    assert extended.handlers("ping", None) == [installation_events.on_ping]
+    with pytest.raises(ValueError, match=r"tests\.webhooks has no `router`"):
+        app_router(["tests.webhooks"])
 
 
 @pytest.mark.parametrize(
@@ -109,7 +137,7 @@ def test_builtin_handler_modules_register_bookkeeping() -> None:
 def test_installation_events_are_recorded(tmp_path: Path, name: str) -> None:
     payload = fixture(name)
     ctx = _context(tmp_path, "installation", payload["action"])
-    assert load_handlers().dispatch(ctx, payload) >= 1
+    assert app_router().dispatch("installation", payload["action"], ctx, payload) >= 1
     stored = installations.get(ctx.sessions, payload["installation"]["id"])
     assert stored is not None
     assert stored.account == payload["installation"]["account"]["login"]
@@ -119,15 +147,15 @@ def test_installation_events_are_recorded(tmp_path: Path, name: str) -> None:
 
 
 def test_installation_repositories_added_then_removed(tmp_path: Path) -> None:
-    router = load_handlers()
+    router = app_router()
     created = fixture("installation.created")
     added = fixture("installation_repositories.added")
     inst = added["installation"]["id"]
     assert created["installation"]["id"] == inst
     ctx = _context(tmp_path, "installation", "created")
-    router.dispatch(ctx, created)
+    router.dispatch("installation", "created", ctx, created)
     repos_ctx = _context(tmp_path, "installation_repositories", "added")
-    router.dispatch(repos_ctx, added)
+    router.dispatch("installation_repositories", "added", repos_ctx, added)
     before = {r["full_name"] for r in created["repositories"]}
     new = {r["full_name"] for r in added["repositories_added"]}
     stored = installations.get(ctx.sessions, inst)
@@ -136,16 +164,16 @@ def test_installation_repositories_added_then_removed(tmp_path: Path) -> None:
         fixture("installation_repositories.removed"),
         {"installation.id": inst, "repositories_removed": added["repositories_added"]},
     )
-    router.dispatch(repos_ctx, removed)
+    router.dispatch("installation_repositories", "removed", repos_ctx, removed)
     stored = installations.get(ctx.sessions, inst)
     assert stored is not None and set(stored.repositories) == before
 
 
 def test_ping_fixtures_are_accepted(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
-    router = load_handlers()
+    router = app_router()
     for name in ("ping", "ping.with-app_id"):
         payload = fixture(name)
         ctx = _context(tmp_path, "ping", None)
         with caplog.at_level(logging.INFO, logger="test"):
-            assert router.dispatch(ctx, payload) == 1
+            assert router.dispatch("ping", None, ctx, payload) == 1
         assert f"ping from hook {payload['hook_id']}" in caplog.text

@@ -2,7 +2,7 @@
 
 ``bot.app.web`` (the ``serve`` process) and ``bot.app.serve.worker_command`` both start
 from ``build``.  The GitHub client and the history sources come from
-``bot.adapters.github.client.client_factory(settings)`` and ``bot.adapters.history.factory.source_factory
+``bot.adapters.github.app.client_factory(settings)`` and ``bot.adapters.history.factory.source_factory
 (settings, sessions)`` (the run cache shares the store's engine); either can be
 passed in instead (tests, the demo).
 """
@@ -17,15 +17,18 @@ from typing import Any
 from sqlalchemy import Engine
 from sqlalchemy.orm import Session, sessionmaker
 
+from bot.adapters.github.api import GitHubFactory
 from bot.adapters.queue import JobQueue, make_huey
 from bot.adapters.settings import Settings
 from bot.adapters.store import deliveries
 from bot.adapters.store.db import init_db, make_engine
 from bot.app.intake_gate import IntakeGate
 from bot.app.metrics import Metrics
+from bot.app.routes import app_router
 from bot.app.worker import Supervisor, Worker
-from bot.core.routing import Router, load_handlers
-from bot.features.context import GitHubFactory, HistoryFactory
+from bot.core.history.sources import HistoryFactory
+from bot.core.routing import Router
+from bot.features.context import HandlerContext
 from bot.features.review.recheck import RECHECK_MINUTES, recheck_job
 
 
@@ -37,7 +40,7 @@ class Runtime:
     engine: Engine
     sessions: sessionmaker[Session]
     queue: JobQueue
-    router: Router
+    router: Router[HandlerContext]
     metrics: Metrics
     worker: Worker
     supervisor: Supervisor
@@ -71,13 +74,13 @@ def build(
     *,
     github: GitHubFactory | None = None,
     history: HistoryFactory | None = None,
-    router: Router | None = None,
+    router: Router[HandlerContext] | None = None,
 ) -> Runtime:
     """Create every component; nothing runs until ``start_workers``."""
     engine = make_engine(settings.database_url)
     sessions: sessionmaker[Session] = init_db(engine)
     queue = JobQueue(make_huey(settings))
-    routes = router if router is not None else load_handlers(settings.handler_modules)
+    routes = router if router is not None else app_router(settings.handler_modules)
     metrics = Metrics()
     metrics.watch_store(lambda: deliveries.count_by_status(sessions))
     gate = IntakeGate()
@@ -87,7 +90,7 @@ def build(
         router=routes,
         queue=queue,
         metrics=metrics,
-        github=github or _hook(settings, "bot.adapters.github.client", "client_factory"),
+        github=github or _hook(settings, "bot.adapters.github.app", "client_factory"),
         history=history
         or _hook(settings, "bot.adapters.history.factory", "source_factory", sessions),
         gate=gate,

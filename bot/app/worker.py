@@ -27,6 +27,7 @@ from typing import Any
 
 from sqlalchemy.orm import Session, sessionmaker
 
+from bot.adapters.github.api import GitHubFactory
 from bot.adapters.queue import JobQueue
 from bot.adapters.settings import Settings
 from bot.adapters.store import deliveries
@@ -34,9 +35,10 @@ from bot.adapters.store.deliveries import Delivery
 from bot.app.intake_gate import IntakeGate
 from bot.app.logs import delivery_logger
 from bot.app.metrics import Metrics
+from bot.core.history.sources import HistoryFactory
 from bot.core.retry import PermanentError, backoff_delay, is_transient
 from bot.core.routing import Router, is_own_event
-from bot.features.context import DeliveryInfo, GitHubFactory, HandlerContext, HistoryFactory
+from bot.features.context import DeliveryInfo, HandlerContext
 
 log = logging.getLogger(__name__)
 
@@ -58,7 +60,7 @@ class Worker:
 
     settings: Settings
     sessions: sessionmaker[Session]
-    router: Router
+    router: Router[HandlerContext]
     queue: JobQueue
     metrics: Metrics
     github: GitHubFactory
@@ -124,7 +126,7 @@ class Worker:
             history=self.history,
             log=delivery_logger("bot.handlers", delivery.id, delivery.event),
         )
-        ran = self.router.dispatch(ctx, payload)
+        ran = self.router.dispatch(ctx.delivery.event, ctx.delivery.action, ctx, payload)
         return f"{ran} handler(s) ran" if ran else "ignored: no handler"
 
     def _failed(self, delivery: Delivery, exc: Exception) -> None:

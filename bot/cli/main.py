@@ -19,7 +19,7 @@ from pydantic import ValidationError
 from rich.console import Console
 from typer.core import TyperGroup
 
-from bot.adapters.github.client import DEFAULT_API_URL, token_client
+from bot.adapters.github.app import DEFAULT_API_URL, token_client
 from bot.adapters.history.files import read_history
 from bot.adapters.history.sync import sync_command
 from bot.adapters.settings import SettingsError

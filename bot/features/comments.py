@@ -17,56 +17,25 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict
-
-from bot.adapters.github.client import GitHubPermanentError
+from bot.adapters.github.api import GitHubAPI
+from bot.adapters.github.errors import GitHubPermanentError
 from bot.core.commands import HELP_TEXT, Command, command_lines, parse_comment
 from bot.core.render.markdown import escape
-from bot.core.routing import router
-from bot.features.context import GitHubClient, HandlerContext
+from bot.core.routing import Router
+from bot.features.context import HandlerContext
+from bot.features.payloads import IssueCommentEvent, User
 from bot.features.rebaseline.apply import RebaselineError, RebaselineResult, rebaseline
 from bot.features.replies import problems, rebaseline_reply
 from bot.features.respond import permitted, record, recorded, refuse, reply
 from bot.features.review.handlers import run_review
 
 
-class _Loose(BaseModel):
-    model_config = ConfigDict(extra="ignore", frozen=True)
-
-
-class _User(_Loose):
-    login: str
-    type: str = "User"
-
-
-class _Issue(_Loose):
-    number: int
-    pull_request: dict[str, Any] | None = None
-
-
-class _Comment(_Loose):
-    id: int
-    body: str | None = None
-    user: _User
-
-
-class _Repository(_Loose):
-    full_name: str
-
-
-class IssueCommentEvent(_Loose):
-    """The fields of an ``issue_comment`` delivery the bot uses."""
-
-    action: str
-    issue: _Issue
-    comment: _Comment
-    repository: _Repository
-    sender: _User
-
-
-def is_bot(user: _User) -> bool:
+def is_bot(user: User) -> bool:
     """Whether a GitHub account is a bot (Apps, dependabot …): their comments are ignored."""
     return user.type == "Bot" or user.login.lower().endswith("[bot]")
+
+
+router = Router[HandlerContext]()
 
 
 @router.register("issue_comment", "created")
@@ -103,7 +72,7 @@ def on_comment(ctx: HandlerContext, payload: dict[str, Any]) -> None:
 
 def run_command(
     ctx: HandlerContext,
-    gh: GitHubClient,
+    gh: GitHubAPI,
     repo: str,
     number: int,
     sender: str,
@@ -139,7 +108,7 @@ _WROTE = ("committed", "suggested")  # outcomes of a /rebaseline that wrote to G
 
 def run_rebaseline(
     ctx: HandlerContext,
-    gh: GitHubClient,
+    gh: GitHubAPI,
     repo: str,
     number: int,
     sender: str,

@@ -21,26 +21,14 @@ outages and network errors are retried).
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
 
 from sqlalchemy.orm import Session, sessionmaker
 
+from bot.adapters.github.api import GitHubAPI, GitHubFactory
 from bot.adapters.settings import Settings
-from bot.core.history.sources import HistorySource
-from bot.core.models import SourceSpec
+from bot.core.history.sources import HistoryFactory
 from bot.core.retry import PermanentError
-
-GitHubClient = Any
-"""The client of one installation; ``bot.adapters.github.client`` provides the concrete class.
-
-``bot.adapters.github.client.client_factory(settings)`` returns the ``Callable[[int], GitHubClient]``
-that maps an installation id to its client; the runtime wires it in.
-"""
-
-GitHubFactory = Callable[[int], GitHubClient]
-HistoryFactory = Callable[[SourceSpec], HistorySource]
 
 
 @dataclass(frozen=True)
@@ -61,7 +49,7 @@ class HandlerContext:
     - ``settings``: the App settings;
     - ``sessions``: SQLAlchemy session factory of the store;
     - ``delivery``: id, event, action, installation id and attempt number;
-    - ``github``: installation id -> GitHub client (``bot.adapters.github.client`` provides it);
+    - ``github``: installation id -> its ``GitHubAPI`` (``bot.adapters.github.app`` makes it);
     - ``history``: source spec -> history source (W&B, file, MLflow);
     - ``log``: a logger whose records carry the delivery id.
     """
@@ -73,7 +61,7 @@ class HandlerContext:
     history: HistoryFactory
     log: logging.LoggerAdapter[logging.Logger]
 
-    def installation_client(self) -> GitHubClient:
+    def installation_client(self) -> GitHubAPI:
         """The GitHub client of this delivery's installation (a ``PermanentError`` if none)."""
         if self.delivery.installation_id is None:
             raise PermanentError(f"{self.delivery.event} delivery has no installation id")

@@ -10,56 +10,15 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict
-
 from bot.adapters.store import installations
-from bot.core.routing import router
+from bot.core.routing import Router
 from bot.features.context import HandlerContext
-
-
-class _Loose(BaseModel):
-    model_config = ConfigDict(extra="ignore", frozen=True)
-
-
-class Account(_Loose):
-    login: str = ""
-
-
-class Repo(_Loose):
-    full_name: str
-
-
-class InstallationRef(_Loose):
-    id: int
-    account: Account = Account()
-
-
-class Hook(_Loose):
-    type: str = ""
-    app_id: int | None = None
-    events: tuple[str, ...] = ()
-
-
-class PingEvent(_Loose):
-    zen: str = ""
-    hook_id: int | None = None
-    hook: Hook = Hook()
-
-
-class InstallationEvent(_Loose):
-    action: str
-    installation: InstallationRef
-    repositories: tuple[Repo, ...] | None = None
-
-
-class InstallationRepositoriesEvent(_Loose):
-    action: str
-    installation: InstallationRef
-    repositories_added: tuple[Repo, ...] = ()
-    repositories_removed: tuple[Repo, ...] = ()
-
+from bot.features.payloads import InstallationEvent, InstallationRepositoriesEvent, PingEvent
 
 _STATUS = {"deleted": "deleted", "suspend": "suspended"}
+
+
+router = Router[HandlerContext]()
 
 
 @router.register("ping")

@@ -12,10 +12,11 @@ from typing import Any, Literal
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
+from bot.adapters.github.api import GitHubAPI
 from bot.adapters.store import audit
 from bot.adapters.store.audit import AuditEntry
 from bot.core.permissions import allows
-from bot.features.context import GitHubClient, HandlerContext
+from bot.features.context import HandlerContext
 from bot.features.replies import refusal, reply_marker
 from bot.features.review.pull import load_config
 
@@ -23,7 +24,7 @@ Action = Literal["rebaseline", "approve"]  # the actions ``PermissionSettings`` 
 
 
 def reply(
-    ctx: HandlerContext, gh: GitHubClient, repo: str, number: int, key: str, text: str
+    ctx: HandlerContext, gh: GitHubAPI, repo: str, number: int, key: str, text: str
 ) -> None:
     """Post (or, on a retried delivery, edit) the reply ``key`` of this delivery."""
     marker = reply_marker(f"{ctx.delivery.id}:{key}")
@@ -31,7 +32,7 @@ def reply(
 
 
 def permitted(
-    gh: GitHubClient, repo: str, base_sha: str, user: str, action: Action
+    gh: GitHubAPI, repo: str, base_sha: str, user: str, action: Action
 ) -> tuple[bool, str, str]:
     """Whether ``user`` may do ``action`` (``rebaseline``/``approve``) on ``repo``.
 
@@ -46,7 +47,7 @@ def permitted(
 
 def refuse(
     ctx: HandlerContext,
-    gh: GitHubClient,
+    gh: GitHubAPI,
     repo: str,
     number: int,
     *,

@@ -1,9 +1,12 @@
-"""A recording, in-memory stand-in for ``bot.adapters.github.client.GitHubClient`` (bedevere style).
+"""A recording, in-memory ``GitHubAPI`` (bedevere style): the one fake of the protocol.
 
-It keeps a linear commit history of file snapshots, PRs, one marked comment per PR
-and check runs per head SHA, and records every call as ``(method, args)`` so tests can
-assert what the review did.  For unit tests of ``bot.features.review.pull``; the real client is
-tested against the HTTP fake in ``tests.fakes.github_api``.
+It keeps a linear commit history of file snapshots, PRs and their branches, one marked
+comment per PR, replies by marker, check runs per head SHA, reviews, permissions, and
+records every call as ``(method, args)`` so tests can assert what a feature did.  Switches
+make GitHub refuse a push (403), a commit (409), line comments (422) or reviews (403),
+or keep showing a PR's old head.  mypy checks it against ``GitHubAPI``
+(``_IMPLEMENTS`` below); the real client is tested against the HTTP fake in
+``tests.fakes.github_api``.
 """
 
 from __future__ import annotations
@@ -12,15 +15,26 @@ import hashlib
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from bot.adapters.github.client import (
+from bot.adapters.github.api import (
+    CHECK_NAME,
     ChangedFile,
     CheckAction,
     CheckConclusion,
     CheckRunRef,
     CommentRef,
-    GitHubNotFound,
+    GitHubAPI,
     PullInfo,
+    Reaction,
+    ReviewComment,
 )
+from bot.adapters.github.errors import (
+    GitHubForbidden,
+    GitHubNotFound,
+    GitHubPermanentError,
+    GitHubUnprocessable,
+)
+
+REPLY_MARKER = "<!-- threshold-bot:reply"
 
 
 @dataclass
@@ -50,6 +64,15 @@ class RecordingGitHub:
     comments: dict[int, CommentRef] = field(default_factory=dict)  # PR number -> comment
     checks: dict[int, CheckRecord] = field(default_factory=dict)
     calls: list[tuple[str, tuple[Any, ...]]] = field(default_factory=list)
+    levels: dict[str, str] = field(default_factory=dict)  # login -> permission (default read)
+    branches: dict[str, str] = field(default_factory=dict)  # PR branch -> its head SHA
+    replies: dict[str, str] = field(default_factory=dict)  # reply marker -> body
+    reviews: list[tuple[str, tuple[ReviewComment, ...]]] = field(default_factory=list)
+    push_forbidden: bool = False  # GitHub answers 403 to a commit
+    stale: bool = False  # GitHub still shows the PR's old head after the branch moved
+    reject_lines: bool = False  # GitHub answers 422 to a review with line comments
+    conflict: bool = False  # GitHub answers 409 to a commit (the file's SHA moved)
+    review_forbidden: bool = False  # the App may not post reviews
     _ids: int = 100
 
     # ------------------------------------------------------------ arranging
@@ -92,6 +115,7 @@ class RecordingGitHub:
         )
         self.pulls[number] = pull
         self.pull_file_list[number] = changed
+        self.branches[pull.head_ref] = head
         return pull
 
     def merged_pull(self, number: int, title: str, sha: str) -> PullInfo:
@@ -117,13 +141,20 @@ class RecordingGitHub:
         """The names of the write calls made, in order."""
         return [name for name, _ in self.calls if name.startswith("upsert")]
 
-    # ------------------------------------------------------------ ReviewAPI
+    def called(self, name: str) -> list[tuple[Any, ...]]:
+        """The arguments of every call of ``name``, in order."""
+        return [args for called, args in self.calls if called == name]
+
+    # ------------------------------------------------------------ GitHubAPI
 
     def pull(self, repo: str, number: int) -> PullInfo:
         self.calls.append(("pull", (repo, number)))
         if number not in self.pulls:
             raise GitHubNotFound(f"no PR {number}", 404)
-        return self.pulls[number]
+        pull = self.pulls[number]
+        if self.stale:
+            return pull
+        return replace(pull, head_sha=self.branches.get(pull.head_ref, pull.head_sha))
 
     def pull_files(self, repo: str, number: int) -> list[ChangedFile]:
         self.calls.append(("pull_files", (repo, number)))
@@ -131,7 +162,7 @@ class RecordingGitHub:
 
     def file_text(self, repo: str, path: str, ref: str) -> str | None:
         self.calls.append(("file_text", (repo, path, ref)))
-        sha = self.commits[-1] if ref == "main" else ref
+        sha = self.commits[-1] if ref == "main" else self.branches.get(ref, ref)
         return self.snapshots.get(sha, {}).get(path)
 
     def merge_base(self, repo: str, base: str, head: str) -> str:
@@ -151,9 +182,27 @@ class RecordingGitHub:
         found += [p for p in self.pulls.values() if p.head_sha == sha]
         return found
 
+    def permission(self, repo: str, user: str) -> str:
+        self.calls.append(("permission", (repo, user)))
+        return self.levels.get(user, "read")
+
+    def find_comment(self, repo: str, number: int, marker: str) -> CommentRef | None:
+        self.calls.append(("find_comment", (repo, number, marker)))
+        found = self.comments.get(number)
+        return found if found is not None and marker in found.body else None
+
+    def add_reaction(self, repo: str, comment_id: int, content: Reaction) -> None:
+        self.calls.append(("add_reaction", (repo, comment_id, content)))
+
     def upsert_comment(self, repo: str, number: int, body: str, marker: str) -> CommentRef:
-        self.calls.append(("upsert_comment", (repo, number, body, marker)))
         assert marker in body
+        if marker.startswith(REPLY_MARKER):
+            self.calls.append(("reply", (repo, number, body)))
+            created = marker not in self.replies
+            self.replies[marker] = body
+            self._ids += 1
+            return CommentRef(id=self._ids, url="", body=body, created=created)
+        self.calls.append(("upsert_comment", (repo, number, body, marker)))
         existing = self.comments.get(number)
         if existing is None:
             self._ids += 1
@@ -176,6 +225,7 @@ class RecordingGitHub:
         actions: tuple[CheckAction, ...] = (),
         external_id: str | None = None,
         details_url: str | None = None,
+        name: str = CHECK_NAME,
     ) -> CheckRunRef:
         self.calls.append(("upsert_check_run", (repo, head_sha, conclusion)))
         found = next((c for c in self.checks.values() if c.head_sha == head_sha), None)
@@ -185,13 +235,59 @@ class RecordingGitHub:
             self.checks[found.id] = found
         found.conclusion, found.title, found.summary, found.text = conclusion, title, summary, text
         found.actions, found.external_id = actions, external_id
+        return self._check_ref(found)
+
+    def find_check_run(
+        self, repo: str, head_sha: str, name: str = CHECK_NAME
+    ) -> CheckRunRef | None:
+        self.calls.append(("find_check_run", (repo, head_sha, name)))
+        found = next((c for c in self.checks.values() if c.head_sha == head_sha), None)
+        return self._check_ref(found) if found is not None else None
+
+    def check_run(self, repo: str, check_run_id: int) -> CheckRunRef:
+        self.calls.append(("check_run", (repo, check_run_id)))
+        if check_run_id not in self.checks:
+            raise GitHubNotFound(f"no check run {check_run_id}", 404)
+        return self._check_ref(self.checks[check_run_id])
+
+    def commit_file(self, repo: str, branch: str, path: str, text: str, message: str) -> str:
+        self.calls.append(("commit_file", (repo, branch, path, text, message)))
+        if self.push_forbidden:
+            raise GitHubForbidden("Resource not accessible by integration", 403)
+        if self.conflict:
+            raise GitHubPermanentError(f"GitHub 409: {path} does not match abc123", 409)
+        sha = self.commit({path: text}, parent=self.branches[branch])
+        self.branches[branch] = sha
+        return sha
+
+    def create_review(
+        self,
+        repo: str,
+        number: int,
+        *,
+        commit_sha: str,
+        body: str,
+        comments: tuple[ReviewComment, ...] = (),
+    ) -> int:
+        self.calls.append(("create_review", (repo, number, commit_sha)))
+        if self.review_forbidden:
+            raise GitHubForbidden("GitHub 403: Resource not accessible by integration", 403)
+        if comments and self.reject_lines:
+            raise GitHubUnprocessable("Line could not be resolved", 422)
+        self.reviews.append((body, comments))
+        return len(self.reviews)
+
+    def _check_ref(self, check: CheckRecord) -> CheckRunRef:
         return CheckRunRef(
-            id=found.id,
-            url=f"https://github.com/{self.repo}/runs/{found.id}",
-            conclusion=conclusion,
-            external_id=external_id,
+            id=check.id,
+            url=f"https://github.com/{self.repo}/runs/{check.id}",
+            conclusion=check.conclusion,
+            external_id=check.external_id,
         )
 
     def check_for(self, head_sha: str) -> CheckRecord:
         """The check run on ``head_sha`` (fails the test when there is none)."""
         return next(c for c in self.checks.values() if c.head_sha == head_sha)
+
+
+_IMPLEMENTS: type[GitHubAPI] = RecordingGitHub  # mypy: the fake implements the whole protocol

@@ -13,9 +13,8 @@ import threading
 from sqlalchemy.orm import Session, sessionmaker
 
 from bot.adapters.settings import Settings
-from bot.core.history.sources import HistorySource
+from bot.core.history.sources import HistoryFactory, HistorySource
 from bot.core.models import SourceSpec
-from bot.features.context import HistoryFactory
 
 
 def source_factory(

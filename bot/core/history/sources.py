@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Protocol
 
 from bot.core.models import History, SourceSpec
@@ -29,3 +30,7 @@ class HistorySource(Protocol):
     def fetch(self, spec: SourceSpec) -> History:
         """Return the runs of ``spec``; raise a ``HistoryError`` subclass on failure."""
         ...
+
+
+HistoryFactory = Callable[[SourceSpec], HistorySource]
+"""Source spec -> the history source that reads it (the App's is the run cache)."""

@@ -14,36 +14,18 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict
-
 from bot.adapters.store import approvals
-from bot.core.routing import router
+from bot.core.routing import Router
 from bot.features.approval.decision import gate_values
 from bot.features.context import HandlerContext
+from bot.features.payloads import RequestedActionEvent
 from bot.features.replies import approval_not_applied
 from bot.features.respond import permitted, record, refuse, reply
-from bot.features.review.check_run import CheckRunEvent, is_ours, pull_number
+from bot.features.review.check_run import is_ours, pull_number
 from bot.features.review.handlers import run_review
 from bot.features.review.pull import APPROVE, ReviewOutcome, read_thresholds
 
-
-class _Loose(BaseModel):
-    model_config = ConfigDict(extra="ignore", frozen=True)
-
-
-class _Action(_Loose):
-    identifier: str
-
-
-class _Sender(_Loose):
-    login: str
-
-
-class RequestedActionEvent(CheckRunEvent):
-    """A ``check_run`` ``requested_action`` delivery."""
-
-    requested_action: _Action
-    sender: _Sender
+router = Router[HandlerContext]()
 
 
 @router.register("check_run", "requested_action")

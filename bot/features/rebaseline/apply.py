@@ -18,15 +18,14 @@ import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import UTC, date, datetime
-from typing import Literal, Protocol
+from typing import Literal
 
-from bot.adapters.github.client import (
+from bot.adapters.github.api import GitHubAPI, PullInfo, ReviewComment
+from bot.adapters.github.errors import (
     GitHubForbidden,
     GitHubNotFound,
     GitHubPermanentError,
     GitHubUnprocessable,
-    PullInfo,
-    ReviewComment,
 )
 from bot.core.commands import Command
 from bot.core.models import Review, RuleSettings
@@ -45,7 +44,6 @@ from bot.features.review.pull import (
     HistoryRouter,
     PullThresholds,
     RemoteHistory,
-    ReviewAPI,
     analyse,
     read_thresholds,
     repo_history,
@@ -57,26 +55,6 @@ HEAD_WAIT_SECONDS = 10.0  # how long to wait for GitHub to move the PR head to o
 
 class RebaselineError(Exception):
     """The rebaseline could not be applied; the message is for the reply."""
-
-
-class RebaselineAPI(ReviewAPI, Protocol):
-    """The GitHub operations ``/rebaseline`` needs beyond a review."""
-
-    def commit_file(self, repo: str, branch: str, path: str, text: str, message: str) -> str:
-        """Commit ``text`` as ``path`` on ``branch``; return the commit SHA."""
-        ...
-
-    def create_review(
-        self,
-        repo: str,
-        number: int,
-        *,
-        commit_sha: str,
-        body: str,
-        comments: tuple[ReviewComment, ...] = (),
-    ) -> int:
-        """Post a review with line comments; return its id."""
-        ...
 
 
 @dataclass(frozen=True)
@@ -107,7 +85,7 @@ def may_push(pull: PullInfo, repo: str) -> bool:
 
 
 def plan(
-    gh: ReviewAPI,
+    gh: GitHubAPI,
     repo: str,
     pull: PullInfo,
     command: Command,
@@ -143,7 +121,7 @@ def plan(
 
 
 def _review(
-    gh: ReviewAPI,
+    gh: GitHubAPI,
     repo: str,
     pull: PullInfo,
     found: PullThresholds,
@@ -155,7 +133,7 @@ def _review(
 
 
 def rebaseline(
-    gh: RebaselineAPI,
+    gh: GitHubAPI,
     repo: str,
     number: int,
     command: Command,
@@ -192,7 +170,7 @@ def rebaseline(
 
 
 def commit(
-    gh: RebaselineAPI,
+    gh: GitHubAPI,
     repo: str,
     pull: PullInfo,
     plans: Sequence[FilePlan],
@@ -229,7 +207,7 @@ def commit(
 
 
 def wait_for_head(
-    gh: ReviewAPI, repo: str, number: int, sha: str, timeout: float = HEAD_WAIT_SECONDS
+    gh: GitHubAPI, repo: str, number: int, sha: str, timeout: float = HEAD_WAIT_SECONDS
 ) -> bool:
     """Wait until GitHub shows ``sha`` as the PR's head (it updates shortly after a push)."""
     deadline = time.monotonic() + timeout
@@ -243,7 +221,7 @@ def wait_for_head(
 
 
 def suggest(
-    gh: RebaselineAPI,
+    gh: GitHubAPI,
     repo: str,
     pull: PullInfo,
     plans: Sequence[FilePlan],

@@ -8,28 +8,15 @@ the review: the change keeps no PRs and the review gets a warning.
 
 from __future__ import annotations
 
-from typing import Protocol
-
-from bot.adapters.github.client import GitHubError, GitHubNotFound, PullInfo
+from bot.adapters.github.api import GitHubAPI, PullInfo
+from bot.adapters.github.errors import GitHubError, GitHubNotFound
 from bot.core.models import Change, PullRef, Review
 
 MAX_COMMITS = 100  # per change; a wider range is summarised by its first commits
 
 
-class AttributionAPI(Protocol):
-    """The GitHub operations attribution needs (``GitHubClient`` has them)."""
-
-    def compare_commits(self, repo: str, base: str, head: str, limit: int = 250) -> list[str]:
-        """SHAs in ``base...head``, oldest first."""
-        ...
-
-    def pulls_for_commit(self, repo: str, sha: str) -> list[PullInfo]:
-        """The PRs containing commit ``sha``."""
-        ...
-
-
 def attribute(
-    gh: AttributionAPI, repo: str, review: Review, *, max_commits: int = MAX_COMMITS
+    gh: GitHubAPI, repo: str, review: Review, *, max_commits: int = MAX_COMMITS
 ) -> Review:
     """Fill ``Change.pulls`` and ``Review.pulls`` with the PRs merged at each change."""
     pulls = dict(review.pulls)

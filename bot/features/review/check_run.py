@@ -9,48 +9,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict
-
-from bot.adapters.github.client import CHECK_NAME
-from bot.core.routing import router
+from bot.adapters.github.api import CHECK_NAME
+from bot.core.routing import Router
 from bot.features.context import HandlerContext
+from bot.features.payloads import CheckRun, CheckRunEvent
 from bot.features.review.handlers import run_review
 
 
-class _Loose(BaseModel):
-    model_config = ConfigDict(extra="ignore", frozen=True)
-
-
-class _Repository(_Loose):
-    full_name: str
-
-
-class _Number(_Loose):
-    number: int
-
-
-class _App(_Loose):
-    id: int
-
-
-class _CheckRun(_Loose):
-    id: int
-    name: str
-    head_sha: str
-    external_id: str | None = None
-    pull_requests: tuple[_Number, ...] = ()
-    app: _App | None = None
-
-
-class CheckRunEvent(_Loose):
-    """The fields of a ``check_run`` delivery the bot uses."""
-
-    action: str
-    check_run: _CheckRun
-    repository: _Repository
-
-
-def is_ours(ctx: HandlerContext, run: _CheckRun) -> bool:
+def is_ours(ctx: HandlerContext, run: CheckRun) -> bool:
     """Whether the check run is this App's review check."""
     app_id = ctx.settings.app_id
     same_app = run.app is None or app_id is None or run.app.id == app_id
@@ -68,6 +34,9 @@ def pull_number(ctx: HandlerContext, event: CheckRunEvent) -> int | None:
     pulls = gh.pulls_for_commit(event.repository.full_name, run.head_sha)
     open_pulls = [p.number for p in pulls if p.state == "open" and p.head_sha == run.head_sha]
     return open_pulls[0] if open_pulls else None
+
+
+router = Router[HandlerContext]()
 
 
 @router.register("check_run", "rerequested")

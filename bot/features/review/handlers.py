@@ -10,36 +10,17 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict
-
 from bot.adapters.store import tracked
-from bot.core.routing import router
+from bot.core.routing import Router
 from bot.features.context import HandlerContext
+from bot.features.payloads import PullRequestEvent
 from bot.features.review.pull import ReviewOutcome
 from bot.features.review.recheck import review_and_track
 
-
-class _Loose(BaseModel):
-    model_config = ConfigDict(extra="ignore", frozen=True)
-
-
-class _Repository(_Loose):
-    full_name: str
-
-
-class _Pull(_Loose):
-    number: int
-
-
-class PullRequestEvent(_Loose):
-    """The fields of a ``pull_request`` delivery the bot uses."""
-
-    action: str
-    pull_request: _Pull
-    repository: _Repository
-
-
 REVIEW_ACTIONS = ("opened", "synchronize", "reopened", "ready_for_review")
+
+
+router = Router[HandlerContext]()
 
 
 @router.register("pull_request", *REVIEW_ACTIONS)

@@ -21,14 +21,14 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Literal, Protocol
+from typing import Literal
 
-from bot.adapters.github.client import (
+from bot.adapters.github.api import (
     ChangedFile,
     CheckAction,
-    CheckConclusion,
     CheckRunRef,
     CommentRef,
+    GitHubAPI,
     PullInfo,
 )
 from bot.adapters.history.files import FileSource
@@ -41,7 +41,7 @@ from bot.core.thresholds.diff import diff_gates, removed_gates
 from bot.core.thresholds.discover import find_gates, is_candidate
 from bot.core.thresholds.errors import ThresholdFileError
 from bot.features.approval.decision import ApprovalLike, ApprovalLookup, apply_approval, gate_values
-from bot.features.review.attribution import AttributionAPI, attribute
+from bot.features.review.attribution import attribute
 
 APPROVE = CheckAction(
     label="Approve thresholds",
@@ -49,46 +49,6 @@ APPROVE = CheckAction(
     description="Accept the thresholds as proposed",
 )
 RETRY_HINT = "comment /threshold-bot retry or re-run the check to try again"
-
-
-class ReviewAPI(AttributionAPI, Protocol):
-    """The GitHub operations a review needs (``bot.adapters.github.client.GitHubClient`` has them)."""
-
-    def pull(self, repo: str, number: int) -> PullInfo:
-        """The pull request."""
-        ...
-
-    def pull_files(self, repo: str, number: int) -> list[ChangedFile]:
-        """Every file in the PR's diff."""
-        ...
-
-    def file_text(self, repo: str, path: str, ref: str) -> str | None:
-        """A file's text at ``ref``, or None when absent."""
-        ...
-
-    def merge_base(self, repo: str, base: str, head: str) -> str:
-        """The merge base of two commits."""
-        ...
-
-    def upsert_comment(self, repo: str, number: int, body: str, marker: str) -> CommentRef:
-        """Create or edit the marked comment."""
-        ...
-
-    def upsert_check_run(
-        self,
-        repo: str,
-        head_sha: str,
-        *,
-        conclusion: CheckConclusion,
-        title: str,
-        summary: str,
-        text: str = "",
-        actions: tuple[CheckAction, ...] = (),
-        external_id: str | None = None,
-        details_url: str | None = None,
-    ) -> CheckRunRef:
-        """Create or update the check run on ``head_sha``."""
-        ...
 
 
 @dataclass(frozen=True)
@@ -120,7 +80,7 @@ class ReviewOutcome:
 # --------------------------------------------------------------------------- reading
 
 
-def load_config(gh: ReviewAPI, repo: str, ref: str) -> tuple[RepoConfig, tuple[str, ...]]:
+def load_config(gh: GitHubAPI, repo: str, ref: str) -> tuple[RepoConfig, tuple[str, ...]]:
     """The repository config at ``ref`` (defaults when absent or invalid) and warnings."""
     text = gh.file_text(repo, CONFIG_PATH, ref)
     if text is None:
@@ -131,7 +91,7 @@ def load_config(gh: ReviewAPI, repo: str, ref: str) -> tuple[RepoConfig, tuple[s
         return RepoConfig(), (f"{exc} — using the default settings",)
 
 
-def read_thresholds(gh: ReviewAPI, repo: str, pull: PullInfo) -> PullThresholds:
+def read_thresholds(gh: GitHubAPI, repo: str, pull: PullInfo) -> PullThresholds:
     """Find the PR's threshold files and diff their gates between merge base and head."""
     config, warnings = load_config(gh, repo, pull.base_sha)
     base_sha = gh.merge_base(repo, pull.base_sha, pull.head_sha)
@@ -171,7 +131,7 @@ def read_thresholds(gh: ReviewAPI, repo: str, pull: PullInfo) -> PullThresholds:
 
 
 def _base_file(
-    gh: ReviewAPI,
+    gh: GitHubAPI,
     repo: str,
     changed: ChangedFile,
     base_sha: str,
@@ -208,7 +168,7 @@ def source_of(
     return config.source(None)
 
 
-def repo_history(gh: ReviewAPI, repo: str, ref: str) -> FileSource:
+def repo_history(gh: GitHubAPI, repo: str, ref: str) -> FileSource:
     """A ``FileSource`` reading history files from the repository at ``ref``."""
 
     def read_text(path: str) -> str:
@@ -286,7 +246,7 @@ def analyse(found: PullThresholds, history: HistorySource) -> tuple[Review, tupl
 
 
 def publish(
-    gh: ReviewAPI,
+    gh: GitHubAPI,
     repo: str,
     found: PullThresholds,
     review: Review,
@@ -326,7 +286,7 @@ def publish(
 
 
 def review_pull(
-    gh: ReviewAPI,
+    gh: GitHubAPI,
     repo: str,
     number: int,
     *,

@@ -17,7 +17,8 @@ from dataclasses import dataclass, field
 
 from sqlalchemy.orm import Session, sessionmaker
 
-from bot.adapters.github.client import GitHubError
+from bot.adapters.github.api import GitHubAPI, GitHubFactory
+from bot.adapters.github.errors import GitHubError
 from bot.adapters.history.cache import CachedSource, SyncResult
 from bot.adapters.history.sync import cached_source, sync_sources
 from bot.adapters.settings import Settings
@@ -26,7 +27,7 @@ from bot.adapters.store.tracked import Tracked
 from bot.core.history.sources import HistoryError
 from bot.core.models import SourceSpec
 from bot.features.approval.decision import stored_approvals
-from bot.features.review.pull import RemoteHistory, ReviewAPI, ReviewOutcome, review_pull
+from bot.features.review.pull import RemoteHistory, ReviewOutcome, review_pull
 
 log = logging.getLogger(__name__)
 
@@ -47,7 +48,7 @@ class RecheckReport:
 
 
 def review_and_track(
-    gh: ReviewAPI,
+    gh: GitHubAPI,
     sessions: sessionmaker[Session],
     installation_id: int,
     repo: str,
@@ -119,7 +120,7 @@ def stale(pulls: Sequence[Tracked], results: Mapping[str, SyncResult]) -> list[T
 
 def recheck(
     sessions: sessionmaker[Session],
-    github: Callable[[int], ReviewAPI],
+    github: GitHubFactory,
     remote_history: RemoteHistory,
     sync: SyncSources,
 ) -> RecheckReport:
@@ -153,7 +154,7 @@ def recheck(
 def recheck_job(
     settings: Settings,
     sessions: sessionmaker[Session],
-    github: Callable[[int], ReviewAPI],
+    github: GitHubFactory,
     remote_history: RemoteHistory,
 ) -> Callable[[], RecheckReport]:
     """The periodic job: ``recheck`` with the run cache of ``settings`` (built on first run)."""

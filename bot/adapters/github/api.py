@@ -1,0 +1,184 @@
+"""What the bot asks of GitHub: the ``GitHubAPI`` protocol and the values it returns.
+
+``GitHubAPI`` is the one interface every caller types against: the PyGithub adapter
+(``bot.adapters.github.client.GitHubClient``) and every test fake implement it, and
+mypy checks both.  Methods raise only ``bot.adapters.github.errors.GitHubError``s.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Literal, Protocol
+
+CHECK_NAME = "threshold-bot"
+MAX_OUTPUT_CHARS = 65_535  # check-run output summary / text limit
+
+CheckConclusion = Literal["success", "action_required", "neutral", "failure"]
+Reaction = Literal["+1", "-1", "laugh", "confused", "heart", "hooray", "rocket", "eyes"]
+
+
+@dataclass(frozen=True)
+class PullInfo:
+    """What the bot needs to know about a pull request."""
+
+    number: int
+    title: str
+    url: str  # html_url
+    state: str  # "open" / "closed"
+    draft: bool
+    merged: bool
+    author: str
+    base_ref: str
+    base_sha: str
+    head_ref: str
+    head_sha: str
+    head_repo: str | None  # "owner/name" of the head repository (a fork, or this repo)
+    maintainer_can_modify: bool = False  # a fork's owner lets maintainers (and the App) push
+
+
+@dataclass(frozen=True)
+class ChangedFile:
+    """One file of a PR's diff."""
+
+    path: str
+    status: str  # added / removed / modified / renamed / copied / changed / unchanged
+    previous_path: str | None = None
+
+
+@dataclass(frozen=True)
+class CommentRef:
+    """A PR (issue) comment."""
+
+    id: int
+    url: str
+    body: str
+    created: bool = False  # True when this call created it
+
+
+@dataclass(frozen=True)
+class CheckAction:
+    """A check-run button; GitHub's limits are enforced on construction."""
+
+    label: str
+    identifier: str
+    description: str
+
+    def __post_init__(self) -> None:
+        limits = (("label", 20), ("identifier", 20), ("description", 40))
+        for field, limit in limits:
+            value = getattr(self, field)
+            if not 0 < len(value) <= limit:
+                raise ValueError(f"check action {field} must be 1-{limit} characters: {value!r}")
+
+
+@dataclass(frozen=True)
+class CheckRunRef:
+    """A check run created or updated by the bot."""
+
+    id: int
+    url: str
+    conclusion: str | None
+    external_id: str | None
+    created: bool = False
+
+
+@dataclass(frozen=True)
+class ReviewComment:
+    """One line comment of a PR review (``body`` may hold a ```suggestion block)."""
+
+    path: str
+    line: int
+    body: str
+    start_line: int | None = None  # first line of a multi-line comment (``line`` is the last)
+
+
+class GitHubAPI(Protocol):
+    """Typed operations on the repositories of one installation (``repo`` is ``owner/name``)."""
+
+    def pull(self, repo: str, number: int) -> PullInfo:
+        """The pull request ``number``."""
+        ...
+
+    def pull_files(self, repo: str, number: int) -> list[ChangedFile]:
+        """Every file in the PR's diff (all pages)."""
+        ...
+
+    def file_text(self, repo: str, path: str, ref: str) -> str | None:
+        """The text of ``path`` at ``ref``; None when the file (or the ref) does not exist."""
+        ...
+
+    def merge_base(self, repo: str, base: str, head: str) -> str:
+        """The SHA of the merge base of ``base`` and ``head`` (what a PR diff starts from)."""
+        ...
+
+    def compare_commits(self, repo: str, base: str, head: str, limit: int = 250) -> list[str]:
+        """SHAs of the commits reachable from ``head`` but not ``base``, oldest first."""
+        ...
+
+    def pulls_for_commit(self, repo: str, sha: str) -> list[PullInfo]:
+        """The PRs that contain commit ``sha`` (merged ones have ``merged=True``)."""
+        ...
+
+    def permission(self, repo: str, user: str) -> str:
+        """``user``'s effective permission level on ``repo`` (``admin`` … ``none``)."""
+        ...
+
+    def find_comment(self, repo: str, number: int, marker: str) -> CommentRef | None:
+        """The oldest comment on PR ``number`` posted by a bot and holding ``marker``."""
+        ...
+
+    def upsert_comment(self, repo: str, number: int, body: str, marker: str) -> CommentRef:
+        """Edit the marked comment of PR ``number`` to ``body``, or create it (idempotently)."""
+        ...
+
+    def add_reaction(self, repo: str, comment_id: int, content: Reaction) -> None:
+        """React to an issue comment (e.g. ``eyes`` on a slash command)."""
+        ...
+
+    def find_check_run(
+        self, repo: str, head_sha: str, name: str = CHECK_NAME
+    ) -> CheckRunRef | None:
+        """The newest check run of this App named ``name`` on ``head_sha``."""
+        ...
+
+    def upsert_check_run(
+        self,
+        repo: str,
+        head_sha: str,
+        *,
+        conclusion: CheckConclusion,
+        title: str,
+        summary: str,
+        text: str = "",
+        actions: tuple[CheckAction, ...] = (),
+        external_id: str | None = None,
+        details_url: str | None = None,
+        name: str = CHECK_NAME,
+    ) -> CheckRunRef:
+        """Complete this App's check run ``name`` on ``head_sha``, creating it if needed."""
+        ...
+
+    def check_run(self, repo: str, check_run_id: int) -> CheckRunRef:
+        """The check run ``check_run_id``."""
+        ...
+
+    def commit_file(self, repo: str, branch: str, path: str, text: str, message: str) -> str:
+        """Commit ``text`` as the new content of ``path`` on ``branch``; return the commit SHA."""
+        ...
+
+    def create_review(
+        self,
+        repo: str,
+        number: int,
+        *,
+        commit_sha: str,
+        body: str,
+        comments: tuple[ReviewComment, ...] = (),
+    ) -> int:
+        """Post a ``COMMENT`` review on PR ``number`` with line comments; return its id."""
+        ...
+
+
+GitHubFactory = Callable[[int], GitHubAPI]
+"""Installation id -> the ``GitHubAPI`` of that installation."""

@@ -1,0 +1,102 @@
+"""The App's credentials: installation clients (App JWT auth) and token clients (CLI).
+
+``GitHubApp`` authenticates as the App (``Auth.AppAuth``) and hands out one
+``GitHubClient`` per installation; PyGithub caches and renews installation tokens.
+"""
+
+from __future__ import annotations
+
+import threading
+from urllib.parse import urlsplit
+
+from github import Auth, Github, GithubRetry
+
+from bot.adapters.github.api import GitHubFactory
+from bot.adapters.github.client import GitHubClient
+from bot.adapters.settings import Settings
+
+DEFAULT_API_URL = "https://api.github.com"
+
+
+class GitHubApp:
+    """The App's credentials; hands out a cached ``GitHubClient`` per installation."""
+
+    def __init__(
+        self,
+        app_id: int | str,
+        private_key: str,
+        *,
+        base_url: str = DEFAULT_API_URL,
+        timeout: int = 15,
+        retries: int = 3,
+        backoff: float = 0.5,
+        throttle: bool = True,
+    ) -> None:
+        """``throttle`` spaces writes 1 s apart, as GitHub asks of integrations; reads are
+        never delayed.  ``throttle=False`` (local fakes) sends everything at once."""
+        self.app_id = int(app_id)
+        self._auth = Auth.AppAuth(self.app_id, private_key)
+        self._base_url = base_url.rstrip("/")
+        self._timeout = timeout
+        self._retries = retries
+        self._backoff = backoff
+        self._throttle = throttle
+        self._local = threading.local()
+
+    def _retry(self) -> GithubRetry:
+        # POST is left out: a POST that failed may have landed (see ``_create_once``).
+        return GithubRetry(
+            total=self._retries,
+            backoff_factor=self._backoff,
+            allowed_methods={"GET", "HEAD", "OPTIONS", "PUT", "PATCH", "DELETE"},
+            max_rate_limit_wait=60,
+        )
+
+    def installation(self, installation_id: int) -> GitHubClient:
+        """A client acting as installation ``installation_id`` (cached per thread)."""
+        cache: dict[int, GitHubClient] = self._local.__dict__.setdefault("clients", {})
+        client = cache.get(installation_id)
+        if client is None:
+            gh = Github(
+                auth=self._auth.get_installation_auth(installation_id),
+                base_url=self._base_url,
+                timeout=self._timeout,
+                retry=self._retry(),
+                lazy=True,
+                seconds_between_requests=None,
+                seconds_between_writes=1.0 if self._throttle else None,
+            )
+            client = cache[installation_id] = GitHubClient(gh, app_id=self.app_id)
+        return client
+
+
+def client_factory(settings: Settings, *, throttle: bool | None = None) -> GitHubFactory:
+    """Installation id -> ``GitHubClient`` for the App in ``settings``.
+
+    ``throttle`` defaults to on, except against an API on the loopback interface (a local
+    fake GitHub in tests and the demo).
+    """
+    if settings.app_id is None:
+        raise ValueError("APP_ID is required to talk to GitHub")
+    key = settings.private_key_pem()
+    if not key:
+        raise ValueError("PRIVATE_KEY or PRIVATE_KEY_PATH is required to talk to GitHub")
+    if throttle is None:
+        host = urlsplit(settings.github_api_url).hostname or ""
+        throttle = host not in ("127.0.0.1", "localhost", "::1")
+    app = GitHubApp(settings.app_id, key, base_url=settings.github_api_url, throttle=throttle)
+    return app.installation
+
+
+def token_client(token: str, *, base_url: str = DEFAULT_API_URL, timeout: int = 15) -> GitHubClient:
+    """A read-mostly client authenticated with a personal or Actions token (CLI ``--repo``)."""
+    gh = Github(
+        auth=Auth.Token(token),
+        base_url=base_url.rstrip("/"),
+        timeout=timeout,
+        retry=GithubRetry(total=3, backoff_factor=0.5, allowed_methods={"GET"}),
+        lazy=True,
+        seconds_between_requests=None,
+        seconds_between_writes=None,
+    )
+    return GitHubClient(gh)

@@ -1,0 +1,91 @@
+"""Typed GitHub failures, and the translation of PyGithub / requests exceptions into them.
+
+- ``GitHubTransientError``: 5xx, rate limits, network failures: retry later;
+- ``GitHubNotFound`` / ``GitHubForbidden`` / ``GitHubUnprocessable`` /
+  ``GitHubPermanentError``: retrying will not help.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+from typing import ParamSpec, TypeVar
+
+import requests
+from github import GithubException, RateLimitExceededException
+from urllib3.exceptions import HTTPError as Urllib3Error
+
+from bot.core.retry import PermanentError, TransientError
+
+P = ParamSpec("P")
+T = TypeVar("T")
+
+
+class GitHubError(Exception):
+    """Any failure talking to GitHub; ``status`` is the HTTP status when there was one."""
+
+    def __init__(self, message: str, status: int | None = None) -> None:
+        super().__init__(message)
+        self.status = status
+
+
+class GitHubTransientError(GitHubError, TransientError):
+    """5xx, rate limit or network failure: the operation may succeed if retried later."""
+
+
+class GitHubPermanentError(GitHubError, PermanentError):
+    """GitHub refused the request for a reason retrying will not fix."""
+
+
+class GitHubNotFound(GitHubPermanentError):
+    """404: the repository, PR, commit or file does not exist (or is not visible to us)."""
+
+
+class GitHubForbidden(GitHubPermanentError):
+    """401/403 (not a rate limit): the App lacks a permission or its credentials are bad."""
+
+
+class GitHubUnprocessable(GitHubPermanentError):
+    """422: GitHub rejected the request's content (e.g. a stale file SHA)."""
+
+
+def translate(exc: Exception) -> GitHubError:
+    """Map a PyGithub / requests / urllib3 exception to a typed ``GitHubError``."""
+    if isinstance(exc, GitHubError):
+        return exc
+    if isinstance(exc, RateLimitExceededException):
+        return GitHubTransientError(f"GitHub rate limit: {_message(exc)}", exc.status)
+    if isinstance(exc, GithubException):
+        status, message = exc.status, f"GitHub {exc.status}: {_message(exc)}"
+        if status >= 500 or status == 429:
+            return GitHubTransientError(message, status)
+        if status == 404:
+            return GitHubNotFound(message, status)
+        if status in (401, 403):
+            return GitHubForbidden(message, status)
+        if status == 422:
+            return GitHubUnprocessable(message, status)
+        return GitHubPermanentError(message, status)
+    if isinstance(exc, requests.RequestException | Urllib3Error | OSError):
+        return GitHubTransientError(f"GitHub unreachable: {exc}")
+    raise exc
+
+
+def _message(exc: GithubException) -> str:
+    data = exc.data
+    if isinstance(data, dict) and data.get("message"):
+        return str(data["message"])
+    return str(data or exc.message or "")
+
+
+def translated(method: Callable[P, T]) -> Callable[P, T]:
+    """Decorate a client method so that it raises only ``GitHubError``s."""
+
+    @functools.wraps(method)
+    def wrapper(*args: P.args, **kwargs: P.kwargs) -> T:
+        try:
+            return method(*args, **kwargs)
+        except (GithubException, requests.RequestException, Urllib3Error, OSError) as exc:
+            raise translate(exc) from exc
+
+    return wrapper

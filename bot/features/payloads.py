@@ -1,0 +1,155 @@
+"""The fields of GitHub's webhook payloads that the bot uses, on one lenient base.
+
+Real deliveries carry more fields than these, and older ones fewer cosmetic ones: every
+model ignores unknown fields and requires only what a handler reads.  A payload missing
+a required field fails validation, and the delivery fails permanently (it would fail
+the same way again).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict
+
+
+class Payload(BaseModel):
+    """Base of every payload model: unknown fields ignored, values frozen."""
+
+    model_config = ConfigDict(extra="ignore", frozen=True)
+
+
+class User(Payload):
+    """A GitHub user or bot (``sender``, ``comment.user``)."""
+
+    login: str
+    type: str = "User"
+
+
+class Repository(Payload):
+    """A repository: ``owner/name``."""
+
+    full_name: str
+
+
+class Numbered(Payload):
+    """Anything the bot knows only by number (a PR in ``check_run.pull_requests``)."""
+
+    number: int
+
+
+class PullRequestEvent(Payload):
+    """A ``pull_request`` delivery."""
+
+    action: str
+    pull_request: Numbered
+    repository: Repository
+
+
+class Issue(Payload):
+    """The issue (or PR) a comment is on; ``pull_request`` is set for PRs."""
+
+    number: int
+    pull_request: dict[str, Any] | None = None
+
+
+class Comment(Payload):
+    """An issue comment."""
+
+    id: int
+    body: str | None = None
+    user: User
+
+
+class IssueCommentEvent(Payload):
+    """An ``issue_comment`` delivery."""
+
+    action: str
+    issue: Issue
+    comment: Comment
+    repository: Repository
+    sender: User
+
+
+class App(Payload):
+    """The GitHub App that owns a check run."""
+
+    id: int
+
+
+class CheckRun(Payload):
+    """A check run, with the PRs GitHub associates with it (none for fork branches)."""
+
+    id: int
+    name: str
+    head_sha: str
+    external_id: str | None = None
+    pull_requests: tuple[Numbered, ...] = ()
+    app: App | None = None
+
+
+class CheckRunEvent(Payload):
+    """A ``check_run`` delivery."""
+
+    action: str
+    check_run: CheckRun
+    repository: Repository
+
+
+class RequestedAction(Payload):
+    """The button pressed on a check run."""
+
+    identifier: str
+
+
+class RequestedActionEvent(CheckRunEvent):
+    """A ``check_run`` ``requested_action`` delivery."""
+
+    requested_action: RequestedAction
+    sender: User
+
+
+class Account(Payload):
+    """The account an installation belongs to."""
+
+    login: str = ""
+
+
+class InstallationRef(Payload):
+    """An installation, by id."""
+
+    id: int
+    account: Account = Account()
+
+
+class Hook(Payload):
+    """The webhook a ``ping`` is about."""
+
+    type: str = ""
+    app_id: int | None = None
+    events: tuple[str, ...] = ()
+
+
+class PingEvent(Payload):
+    """A ``ping`` delivery."""
+
+    zen: str = ""
+    hook_id: int | None = None
+    hook: Hook = Hook()
+
+
+class InstallationEvent(Payload):
+    """An ``installation`` delivery."""
+
+    action: str
+    installation: InstallationRef
+    repositories: tuple[Repository, ...] | None = None
+
+
+class InstallationRepositoriesEvent(Payload):
+    """An ``installation_repositories`` delivery."""
+
+    action: str
+    installation: InstallationRef
+    repositories_added: tuple[Repository, ...] = ()
+    repositories_removed: tuple[Repository, ...] = ()
