@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test lint typecheck pytest bench clean
+.PHONY: demo test lint layers typecheck pytest bench clean
 
 $(STAMP): pyproject.toml
 	$(PY) -m venv $(VENV)
@@ -19,13 +19,16 @@ lint: $(STAMP)
 	$(BIN)/ruff check bot demo tests bench
 	$(BIN)/ruff format --check bot demo tests bench
 
+layers: $(STAMP)
+	$(BIN)/lint-imports
+
 typecheck: $(STAMP)
 	$(BIN)/mypy
 
 pytest: $(STAMP)
 	$(BIN)/pytest -q
 
-test: lint typecheck pytest
+test: lint layers typecheck pytest
 
 bench: $(STAMP)
 	$(BIN)/pip install -q -e '.[dev,redis,bench]'

@@ -14,7 +14,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bot.adapters.history.files import parse_csv, parse_jsonl
+from bot.core.history.formats import parse_csv, parse_jsonl
 
 RUNS, METRICS = 10_000, 40
 

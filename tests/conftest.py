@@ -1,4 +1,4 @@
-"""Shared test fixtures: paths to the shared GitHub fixtures and the repository root."""
+"""Shared test fixtures: the repository root and the GitHub fixtures under ``tests/fixtures``."""
 
 from __future__ import annotations
 
@@ -9,13 +9,13 @@ import pytest
 pytest_plugins = ["tests.fakes.pytest_plugin"]
 
 ROOT = Path(__file__).resolve().parent.parent
-SHARED = ROOT.parent / "shared"
-GITHUB_FIXTURES = SHARED / "fixtures" / "github"
+# Real webhook payloads, REST examples and the trimmed OpenAPI description (see SOURCES.md there).
+GITHUB_FIXTURES = ROOT / "tests" / "fixtures" / "github"
 
 
 @pytest.fixture(scope="session")
 def github_fixtures() -> Path:
-    """The directory of real GitHub payloads, schemas and the OpenAPI description."""
+    """The directory of real GitHub payloads, REST examples and the OpenAPI description."""
     if not GITHUB_FIXTURES.is_dir():
-        pytest.fail(f"shared GitHub fixtures not found next to the repository: {GITHUB_FIXTURES}")
+        pytest.fail(f"GitHub fixtures not found in the repository: {GITHUB_FIXTURES}")
     return GITHUB_FIXTURES

@@ -8,16 +8,16 @@ from pathlib import Path
 import pytest
 
 from bot.adapters.store import approvals
-from bot.adapters.store.approvals import Approval, gate_key
+from bot.adapters.store.approvals import Approval
 from bot.adapters.store.db import init_db, make_engine
 from bot.core.config import RepoConfig
 from bot.core.models import Conclusion
 from bot.core.thresholds.discover import find_gates
-from bot.features.approval.decision import (
+from bot.features.review.approval import (
     apply_approval,
     approval_note,
+    gate_key,
     gate_values,
-    stored_approvals,
 )
 from tests.test_review_pr import SCRIPT, script
 
@@ -87,7 +87,7 @@ def test_stored_approval_is_found_after_a_restart_and_the_newest_wins(tmp_path: 
             gate_values=new, at=WHEN.replace(hour=10),
         )  # fmt: skip
 
-    lookup = stored_approvals(init_db(make_engine(url)))  # a new engine: as after a restart
+    lookup = approvals.lookup(init_db(make_engine(url)))  # a new engine: as after a restart
     found = lookup("o/r", 7)
 
     assert found is not None and found.approver == "omar"
@@ -101,6 +101,6 @@ def test_stored_approval_is_found_after_a_restart_and_the_newest_wins(tmp_path: 
 
 def test_reply_keeps_a_fractional_allowance() -> None:
     from bot.core.models import RuleSettings
-    from bot.features.replies import describe_rule
+    from bot.features.rebaseline.replies import describe_rule
 
     assert describe_rule(RuleSettings(allowance=0.025)).startswith("2.5% allowance")

@@ -21,9 +21,9 @@ from bot.app.routes import app_router
 from bot.core.commands import HELP_TEXT
 from bot.core.models import History, Run, SourceSpec
 from bot.core.permissions import RANK
-from bot.features.approval.handlers import on_requested_action
 from bot.features.comments import on_comment
 from bot.features.context import DeliveryInfo, HandlerContext
+from bot.features.review.approve import on_requested_action
 from tests.fakes.recording_github import RecordingGitHub
 from tests.live import make_settings
 from tests.test_review_pr import CONFIG, METRIC, SCRIPT, script
@@ -52,7 +52,9 @@ def gh() -> RecordingGitHub:
     return fake
 
 
-def context(tmp_path: Path, gh: RecordingGitHub, event: str, delivery: str = "d1") -> HandlerContext:
+def context(
+    tmp_path: Path, gh: RecordingGitHub, event: str, delivery: str = "d1"
+) -> HandlerContext:
     settings = make_settings(tmp_path)
     return HandlerContext(
         settings=settings,
@@ -204,7 +206,9 @@ def test_a_branch_that_moved_meanwhile_is_not_overwritten(
     assert audit_rows(ctx) == [("wes", "rebaseline", "failed")]
 
 
-def test_a_commit_github_refuses_is_answered_not_dropped(tmp_path: Path, gh: RecordingGitHub) -> None:
+def test_a_commit_github_refuses_is_answered_not_dropped(
+    tmp_path: Path, gh: RecordingGitHub
+) -> None:
     gh.conflict = True  # e.g. someone pushed between the check and the commit
     ctx = context(tmp_path, gh, "issue_comment")
 

@@ -136,7 +136,7 @@ def test_worker_process_alone_finishes_stored_deliveries(
             installation_id=None,
             body=body.decode(),
         )
-        assert deliveries.record(sessions, new).accepted
+        assert deliveries.add(sessions, new).accepted
         ids.append(new.id)
     log = tmp_path / "worker.log"
     with log.open("wb") as out:

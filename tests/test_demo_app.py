@@ -4,14 +4,15 @@ from __future__ import annotations
 
 import pytest
 
+from bot.core.render.markdown import escape
 from bot.core.render.review import MARKER
-from demo.app import main
+from demo.app import REPO, main
 from demo.data import build_example
 
 
 def test_demo_prints_the_comment_and_check_run(capsys: pytest.CaptureFixture[str]) -> None:
-    example = build_example()
-    effect = example.repo.effect_pulls[-1]  # the PR that started the newest regime
+    repo = build_example().repo
+    titles = {p.number: p.title for p in repo.pulls}
 
     assert main() == 0
 
@@ -19,6 +20,14 @@ def test_demo_prints_the_comment_and_check_run(capsys: pytest.CaptureFixture[str
     assert "-> 202" in out and "(done)" in out
     assert out.count(MARKER) == 1
     assert "Action required" in out
-    assert f"/pull/{effect})" in out  # the regime table links the PR that moved the metrics
+    regime_rows = [line for line in out.splitlines() if line.startswith("| ") and " – " in line]
+    assert regime_rows
+    for number in repo.effect_pulls:  # each regime change names the PR that moved the metrics
+        assert any(
+            f"[#{number}](https://github.com/{REPO}/pull/{number}) "
+            f"{escape(titles[number])}" in row
+            for row in regime_rows
+        ), number
+    assert "/tmp" not in out  # no machine-specific path in what the App posted
     assert "check run 'threshold-bot'" in out and ": action_required" in out
     assert "button: [Approve thresholds]" in out

@@ -11,9 +11,6 @@ from pathlib import Path
 import pytest
 
 from bot.adapters.history.files import read_history
-from bot.core.render.markdown import escape
-from bot.core.render.review import MARKER
-from demo import example
 from demo.data import (
     GATED_METRICS,
     METRICS,
@@ -129,18 +126,3 @@ def test_scaled_history_for_benchmarks() -> None:
     finished = [r for r in runs if r["state"] == "finished"]
     assert all(len(r["summary"]) == 40 for r in finished)
     assert scaled_history(500, 40, seed=3) == runs
-
-
-def test_make_demo_prints_the_comment_with_the_prs_behind_each_change(
-    capsys: pytest.CaptureFixture[str],
-) -> None:
-    example.main()
-    out, err = capsys.readouterr()
-    assert out.startswith(MARKER + "\n") and "Action required" in out.splitlines()[1]
-    assert err.startswith("threshold-bot demo:")
-    repo = build_example().repo
-    titles = {p.number: p.title for p in repo.pulls}
-    regime_rows = [line for line in out.splitlines() if line.startswith("| ") and " – " in line]
-    for number in repo.effect_pulls:
-        assert any(f"#{number} {escape(titles[number])}" in row for row in regime_rows)
-    assert "/tmp" not in out  # no machine-specific path in the comment

@@ -10,7 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from bot.adapters.history.files import FileSource, parse_csv, parse_jsonl, read_history, select_runs
+from bot.adapters.history.files import FileSource, read_history
+from bot.core.history.formats import parse_csv, parse_jsonl, select_runs
 from bot.core.history.sources import BadHistory, HistoryNotFound, HistorySource
 from bot.core.models import SourceSpec
 

@@ -160,7 +160,7 @@ def test_record_many_matches_record_one_by_one(tmp_path: Path) -> None:
     rt = build(make_settings(tmp_path))
     try:
         fresh = [_new(), _new(), _new("ignored")]
-        got = deliveries.record_many(rt.sessions, fresh)
+        got = deliveries.add_many(rt.sessions, fresh)
         assert [(r.accepted, r.status, r.duplicate) for r in got] == [
             (True, "queued", False),
             (True, "queued", False),
@@ -172,7 +172,7 @@ def test_record_many_matches_record_one_by_one(tmp_path: Path) -> None:
         again = _new()
         # an id already stored (failed: re-opened), one stored and open, one new twice
         mixed = [_new(delivery_id=failed), fresh[1], again, again]
-        got = deliveries.record_many(rt.sessions, mixed)
+        got = deliveries.add_many(rt.sessions, mixed)
         assert [(r.accepted, r.status, r.duplicate) for r in got] == [
             (True, "queued", True),
             (False, "queued", True),
@@ -181,7 +181,7 @@ def test_record_many_matches_record_one_by_one(tmp_path: Path) -> None:
         ]
         assert deliveries.count_by_status(rt.sessions) == {"queued": 3, "ignored": 1}
         late = _new()  # a new id alongside a stored one: the batch insert fails, then one by one
-        got = deliveries.record_many(rt.sessions, [late, fresh[2]])
+        got = deliveries.add_many(rt.sessions, [late, fresh[2]])
         assert [(r.accepted, r.status, r.duplicate) for r in got] == [
             (True, "queued", False),
             (False, "ignored", True),
@@ -205,7 +205,7 @@ def test_only_the_workers_connections_checkpoint_soon(tmp_path: Path, kind: str)
         expected = deliveries.INTAKE_CHECKPOINT_PAGES if kind == "intake" else 1000
         assert (pages, mode) == (expected, "wal")
         new = _new()
-        assert deliveries.record_many(intake, [new])[0].accepted
+        assert deliveries.add_many(intake, [new])[0].accepted
         assert deliveries.get(rt.sessions, new.id) is not None  # same database
     finally:
         intake.kw["bind"].dispose()

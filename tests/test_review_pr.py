@@ -16,10 +16,10 @@ from types import SimpleNamespace
 
 import pytest
 
-from bot.adapters.store.approvals import gate_key
 from bot.core.history.sources import HistorySource, HistoryUnavailable
 from bot.core.models import History, SourceSpec
 from bot.core.render.review import render_check, render_comment
+from bot.features.review.approval import gate_key
 from bot.features.review.pull import APPROVE, review_pull
 from tests.fakes.recording_github import RecordingGitHub
 
@@ -182,7 +182,7 @@ def test_remote_source_is_read_through_the_factory(repo: RecordingGitHub) -> Non
     repo.open_pull(13, {SCRIPT: script("0.50", project="gsm8k_ci")})
     text = repo.file_text(repo.repo, HISTORY, "main")
     assert text is not None
-    from bot.adapters.history.files import parse_history
+    from bot.core.history.formats import parse_history
 
     history = parse_history(text, HISTORY)
     remote: Callable[[SourceSpec], HistorySource] = lambda spec: _Fixed(history)  # noqa: E731

@@ -14,9 +14,8 @@ from bot.app.routes import app_router
 from bot.core.routing import Router, is_own_event, skip_reason
 from bot.features import comments
 from bot.features import installations as installation_events
-from bot.features.approval import handlers as approval
 from bot.features.context import DeliveryInfo, HandlerContext
-from bot.features.review import check_run
+from bot.features.review import approve, check_run
 from bot.features.review import handlers as review
 from tests import crash_handler
 from tests.live import Recorder, make_settings
@@ -109,7 +108,7 @@ def test_the_app_router_composes_the_feature_routers() -> None:
     assert review.on_pull_request in router.handlers("pull_request", "opened")
     assert router.handlers("pull_request", "closed") == [review.on_closed]
     assert router.handlers("issue_comment", "created") == [comments.on_comment]
-    assert router.handlers("check_run", "requested_action") == [approval.on_requested_action]
+    assert router.handlers("check_run", "requested_action") == [approve.on_requested_action]
     assert router.handlers("check_run", "rerequested") == [check_run.on_rerequested]
 
 

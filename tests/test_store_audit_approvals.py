@@ -6,6 +6,7 @@ import pytest
 from bot.adapters.store import approvals, audit
 from bot.adapters.store.db import init_db, make_engine
 from bot.core.permissions import allows, effective_level
+from bot.features.review.approval import gate_key
 
 
 @pytest.fixture
@@ -16,8 +17,8 @@ def sessions(tmp_path: Path):  # type: ignore[no-untyped-def]
 def test_audit_entries_are_listed_newest_first_per_repo(sessions) -> None:  # type: ignore[no-untyped-def]
     t0 = datetime(2026, 12, 1, tzinfo=UTC)
     with sessions() as s:
-        audit.record(s, repo="o/r", actor="alice", action="rebaseline", outcome="done", at=t0)
-        audit.record(
+        audit.add(s, repo="o/r", actor="alice", action="rebaseline", outcome="done", at=t0)
+        audit.add(
             s,
             repo="o/r",
             actor="bob",
@@ -27,7 +28,7 @@ def test_audit_entries_are_listed_newest_first_per_repo(sessions) -> None:  # ty
             detail={"required": "write"},
             at=t0 + timedelta(hours=1),
         )
-        audit.record(s, repo="o/other", actor="eve", action="help", outcome="done", at=t0)
+        audit.add(s, repo="o/other", actor="eve", action="help", outcome="done", at=t0)
         s.commit()
     with sessions() as s:
         rows = audit.entries(s, "o/r")
@@ -37,7 +38,7 @@ def test_audit_entries_are_listed_newest_first_per_repo(sessions) -> None:  # ty
 
 def test_approval_survives_a_new_engine_and_tracks_gate_values(tmp_path: Path) -> None:
     url = f"sqlite:///{tmp_path / 'state.db'}"
-    values = {approvals.gate_key("ci/n.sh", "EVAL_MIN"): 0.5}
+    values = {gate_key("ci/n.sh", "EVAL_MIN"): 0.5}
     with init_db(make_engine(url))() as s:
         assert approvals.latest(s, "o/r", 3) is None
         approvals.approve(
@@ -48,7 +49,7 @@ def test_approval_survives_a_new_engine_and_tracks_gate_values(tmp_path: Path) -
         row = approvals.latest(s, "o/r", 3)
         assert row is not None and row.approver == "alice" and row.head_sha == "a" * 40
         assert approvals.still_valid(row, values)
-        assert not approvals.still_valid(row, {approvals.gate_key("ci/n.sh", "EVAL_MIN"): 0.49})
+        assert not approvals.still_valid(row, {gate_key("ci/n.sh", "EVAL_MIN"): 0.49})
         assert not approvals.still_valid(None, values)
 
 

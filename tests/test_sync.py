@@ -12,16 +12,11 @@ from typer.testing import CliRunner
 
 from bot.adapters.history.cache import CachedSource
 from bot.adapters.history.mlflow_source import MlflowSource
-from bot.adapters.history.sync import (
-    RemoteSources,
-    parse_wandb_path,
-    sync_command,
-    sync_sources,
-    wandb_history,
-)
+from bot.adapters.history.sync import RemoteSources, parse_wandb_path, sync_sources, wandb_history
 from bot.adapters.history.wandb_source import WandbSource
 from bot.adapters.settings import Settings
 from bot.adapters.store.db import init_db, make_engine
+from bot.cli.sync import sync_command
 from bot.core.history.sources import HistoryNotFound
 from bot.core.models import SourceSpec
 from tests.fakes.wandb_server import API_KEY, FakeWandb, nightly_run, serve

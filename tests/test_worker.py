@@ -47,7 +47,7 @@ def _store(rt: Runtime, name: str = "pull_request.opened", delivery_id: str | No
         installation_id=(payload.get("installation") or {}).get("id"),
         body=json.dumps(payload),
     )
-    assert deliveries.record(rt.sessions, new).accepted
+    assert deliveries.add(rt.sessions, new).accepted
     return new.id
 
 
@@ -206,7 +206,7 @@ def test_a_non_object_payload_fails_without_retry(runtime: Runtime) -> None:
     new = NewDelivery(
         id="bad-1", event="pull_request", action=None, installation_id=None, body="[]"
     )
-    assert deliveries.record(runtime.sessions, new).accepted
+    assert deliveries.add(runtime.sessions, new).accepted
     runtime.worker.run("bad-1")
     stored = deliveries.get(runtime.sessions, "bad-1")
     assert stored is not None and (stored.status, stored.attempts) == ("failed", 1)

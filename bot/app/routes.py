@@ -12,9 +12,8 @@ from collections.abc import Iterable
 
 from bot.core.routing import Router
 from bot.features import comments, installations
-from bot.features.approval import handlers as approval
 from bot.features.context import HandlerContext
-from bot.features.review import check_run
+from bot.features.review import approve, check_run
 from bot.features.review import handlers as review
 
 
@@ -26,7 +25,7 @@ def app_router(extra_modules: Iterable[str] = ()) -> Router[HandlerContext]:
         review.router,
         check_run.router,
         comments.router,
-        approval.router,
+        approve.router,
         *extra,
     )
 

@@ -175,7 +175,7 @@ def create_app(
     intake_db = deliveries.intake_sessions(rt.sessions)
     writer = ThreadPoolExecutor(1, "intake-store")  # the database writes overlap the parsing
     committer: GroupCommit[NewDelivery, Recorded] = GroupCommit(
-        lambda batch: deliveries.record_many(intake_db, batch),
+        lambda batch: deliveries.add_many(intake_db, batch),
         after=enqueue,
         executor=writer,
     )

@@ -21,10 +21,10 @@ from typer.core import TyperGroup
 
 from bot.adapters.github.app import DEFAULT_API_URL, token_client
 from bot.adapters.history.files import read_history
-from bot.adapters.history.sync import sync_command
 from bot.adapters.settings import SettingsError
 from bot.app.serve import serve_command, worker_command
 from bot.cli.audit import audit_command
+from bot.cli.sync import sync_command
 from bot.core.analysis.review import build_review, unavailable_review
 from bot.core.config import ConfigError, RepoConfig, parse_config
 from bot.core.history.sources import HistoryError, HistoryNotFound
@@ -132,7 +132,7 @@ def _read_text(path: Path, what: str) -> str:
         raise UsageProblem(f"{what} {path}: cannot be read ({exc.strerror})") from None
 
 
-def load_config(path: Path | None) -> RepoConfig:
+def read_config(path: Path | None) -> RepoConfig:
     """The repository config at ``path`` (defaults without one)."""
     if path is None:
         return RepoConfig()
@@ -307,7 +307,7 @@ def review(
 ) -> None:
     """Review a threshold file against a run history."""
     try:
-        repo_config = load_config(config)
+        repo_config = read_config(config)
         rule = rule_settings(repo_config, window, allowance)
         result = _review(history, wandb, file, base, repo_config, rule, skip_bad_lines)
         repo_url = None

@@ -24,9 +24,11 @@ from bot.core.render.markdown import escape
 from bot.core.routing import Router
 from bot.features.context import HandlerContext
 from bot.features.payloads import IssueCommentEvent, User
-from bot.features.rebaseline.apply import RebaselineError, RebaselineResult, rebaseline
-from bot.features.replies import problems, rebaseline_reply
-from bot.features.respond import permitted, record, recorded, refuse, reply
+from bot.features.rebaseline.apply import RebaselineError, rebaseline
+from bot.features.rebaseline.plan import RebaselineResult
+from bot.features.rebaseline.replies import rebaseline_reply
+from bot.features.replies import problems
+from bot.features.respond import audit_once, audited, permitted, refuse, reply
 from bot.features.review.handlers import run_review
 
 
@@ -54,7 +56,7 @@ def on_comment(ctx: HandlerContext, payload: dict[str, Any]) -> None:
     if parsed.problems:
         reply(ctx, gh, repo, number, "problems", problems(parsed.problems))
         for problem in parsed.problems:
-            record(
+            audit_once(
                 ctx,
                 repo=repo,
                 number=number,
@@ -92,7 +94,7 @@ def run_command(
     else:
         run_rebaseline(ctx, gh, repo, number, sender, command, text)
         return
-    record(
+    audit_once(
         ctx,
         repo=repo,
         number=number,
@@ -122,7 +124,7 @@ def run_rebaseline(
     it only reviews the new head again.
     """
     key = f"line-{command.line}"
-    done = recorded(ctx, "rebaseline", text)
+    done = audited(ctx, "rebaseline", text)
     if done in _WROTE:
         if done == "committed":
             run_review(ctx, repo, number)
@@ -148,7 +150,7 @@ def run_rebaseline(
     except (RebaselineError, GitHubPermanentError) as exc:
         reason = str(exc) if isinstance(exc, RebaselineError) else f"GitHub refused: {escape(exc)}"
         reply(ctx, gh, repo, number, key, f"**/rebaseline** did not run: {reason}.")
-        record(
+        audit_once(
             ctx,
             repo=repo,
             number=number,
@@ -160,7 +162,7 @@ def run_rebaseline(
         )
         ctx.log.warning("/rebaseline on %s#%d failed: %s", repo, number, exc)
         return
-    record(
+    audit_once(
         ctx,
         repo=repo,
         number=number,

@@ -18,14 +18,12 @@ from bot.adapters.store.audit import AuditEntry
 from bot.core.permissions import allows
 from bot.features.context import HandlerContext
 from bot.features.replies import refusal, reply_marker
-from bot.features.review.pull import load_config
+from bot.features.repo_config import config_at
 
 Action = Literal["rebaseline", "approve"]  # the actions ``PermissionSettings`` guards
 
 
-def reply(
-    ctx: HandlerContext, gh: GitHubAPI, repo: str, number: int, key: str, text: str
-) -> None:
+def reply(ctx: HandlerContext, gh: GitHubAPI, repo: str, number: int, key: str, text: str) -> None:
     """Post (or, on a retried delivery, edit) the reply ``key`` of this delivery."""
     marker = reply_marker(f"{ctx.delivery.id}:{key}")
     gh.upsert_comment(repo, number, f"{marker}\n{text}", marker)
@@ -39,7 +37,7 @@ def permitted(
     The least level comes from the repository config at the PR's base; the user's level
     is asked of GitHub each time.  Returns (allowed, user's level, required level).
     """
-    config, _ = load_config(gh, repo, base_sha)
+    config, _ = config_at(gh, repo, base_sha)
     required: str = getattr(config.permissions, action)
     level: str = gh.permission(repo, user)
     return allows(level, required), level, required
@@ -60,7 +58,7 @@ def refuse(
 ) -> None:
     """Reply with a polite refusal naming the required permission, and audit it."""
     reply(ctx, gh, repo, number, key, refusal(user, action, required, level))
-    record(
+    audit_once(
         ctx,
         repo=repo,
         number=number,
@@ -72,7 +70,7 @@ def refuse(
     )
 
 
-def recorded(ctx: HandlerContext, action: str, message: str = "") -> str | None:
+def audited(ctx: HandlerContext, action: str, message: str = "") -> str | None:
     """The outcome this delivery already audited for ``action`` and ``message`` (a retry)."""
     with ctx.sessions() as session:
         return _outcome(session, ctx.delivery.id, action, message)
@@ -87,7 +85,7 @@ def _outcome(session: Session, delivery_id: str, action: str, message: str) -> s
     return session.scalars(query).first()
 
 
-def record(
+def audit_once(
     ctx: HandlerContext,
     *,
     repo: str,
@@ -102,7 +100,7 @@ def record(
     with ctx.sessions.begin() as session:
         if _outcome(session, ctx.delivery.id, action, message) is not None:
             return
-        audit.record(
+        audit.add(
             session,
             repo=repo,
             pr_number=number,

@@ -1,8 +1,9 @@
 """Route requests to GitHub's REST operations and check responses against their OpenAPI schemas.
 
-The whole description (`api.github.com.json`) is registered under ``urn:gh`` so that every
-``#/components/...`` reference resolves inside it; validators are built lazily and cached per
-operation and status.
+The description (``tests/fixtures/github/openapi/api.github.com.json``: GitHub's, trimmed to the
+operations the fake routes by ``trim_openapi.py`` there) is registered under ``urn:gh`` so that
+every ``#/components/...`` reference resolves inside it; validators are built lazily and cached
+per operation and status.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from openapi_schema_validator import OAS30Validator
 from referencing import Registry, Resource
 from referencing.jsonschema import DRAFT4
 
-FIXTURES = Path(__file__).resolve().parents[3] / "shared" / "fixtures" / "github"
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "github"
 SPEC_PATH = FIXTURES / "openapi" / "api.github.com.json"
 
 # Trailing path parameters that may contain slashes (file paths, refs, "base...head").

@@ -6,11 +6,11 @@ every value keeps the approval; one that changes any value does not.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
 
 from sqlalchemy import JSON, DateTime, Integer, String, select
-from sqlalchemy.orm import Mapped, Session, mapped_column
+from sqlalchemy.orm import Mapped, Session, mapped_column, sessionmaker
 
 from bot.adapters.store.db import Base
 
@@ -27,11 +27,6 @@ class Approval(Base):
     approver: Mapped[str] = mapped_column(String(100))
     approved_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
     gate_values: Mapped[dict[str, float]] = mapped_column(JSON)
-
-
-def gate_key(file: str, name: str) -> str:
-    """The key of one gate in ``gate_values``."""
-    return f"{file}:{name}"
 
 
 def approve(
@@ -71,3 +66,13 @@ def latest(session: Session, repo: str, pr_number: int) -> Approval | None:
 def still_valid(approval: Approval | None, gate_values: Mapping[str, float]) -> bool:
     """Whether ``approval`` covers exactly these gate values."""
     return approval is not None and dict(approval.gate_values) == dict(gate_values)
+
+
+def lookup(sessions: sessionmaker[Session]) -> Callable[[str, int], Approval | None]:
+    """``(repo, pr_number) -> latest(...)``, each call in its own session."""
+
+    def find(repo: str, number: int) -> Approval | None:
+        with sessions() as session:
+            return latest(session, repo, number)
+
+    return find

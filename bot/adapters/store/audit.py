@@ -29,7 +29,7 @@ class AuditEntry(Base):
     message: Mapped[str] = mapped_column(Text, default="")
 
 
-def record(
+def add(
     session: Session,
     *,
     repo: str,

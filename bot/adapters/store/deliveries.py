@@ -108,7 +108,7 @@ class Delivery:
 
 @dataclass(frozen=True)
 class Recorded:
-    """Result of ``record``: whether the delivery is new (or re-opened) and its status."""
+    """Result of ``add``: whether the delivery is new (or re-opened) and its status."""
 
     accepted: bool  # True: stored now, or a failed delivery re-opened; enqueue it
     status: Status
@@ -267,7 +267,7 @@ def _row(new: NewDelivery, now: datetime) -> dict[str, Any]:
     }
 
 
-def record(sessions: Sessions, new: NewDelivery) -> Recorded:
+def add(sessions: Sessions, new: NewDelivery) -> Recorded:
     """Store a delivery once; a repeated id is a duplicate unless it had failed (re-opened)."""
     now = now_utc()
     try:
@@ -284,10 +284,10 @@ def record(sessions: Sessions, new: NewDelivery) -> Recorded:
     return Recorded(accepted=False, status=status or "queued", duplicate=True)
 
 
-def record_many(sessions: Sessions, news: Sequence[NewDelivery]) -> list[Recorded]:
-    """``record`` each delivery, new ones in one transaction (one commit for the lot).
+def add_many(sessions: Sessions, news: Sequence[NewDelivery]) -> list[Recorded]:
+    """``add`` each delivery, new ones in one transaction (one commit for the lot).
 
-    The results are those of ``record`` called in order: a batch holding an id that
+    The results are those of ``add`` called in order: a batch holding an id that
     is already stored (or twice) falls back to recording one by one.
     """
     if len(news) > 1 and len({new.id for new in news}) == len(news):
@@ -298,7 +298,7 @@ def record_many(sessions: Sessions, news: Sequence[NewDelivery]) -> list[Recorde
             return [Recorded(accepted=True, status=new.status, duplicate=False) for new in news]
         except IntegrityError:
             pass
-    return [record(sessions, new) for new in news]
+    return [add(sessions, new) for new in news]
 
 
 def get(sessions: Sessions, delivery_id: str) -> Delivery | None:

@@ -16,9 +16,8 @@ from __future__ import annotations
 
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from datetime import UTC, date, datetime
-from typing import Literal
 
 from bot.adapters.github.api import GitHubAPI, PullInfo, ReviewComment
 from bot.adapters.github.errors import (
@@ -32,13 +31,14 @@ from bot.core.models import Review, RuleSettings
 from bot.core.render.markdown import code, escape
 from bot.features.rebaseline.plan import (
     FilePlan,
+    RebaselineResult,
     commit_message,
     plan_file,
     rule_for,
     unknown_gates,
 )
+from bot.features.rebaseline.replies import suggestion_review
 from bot.features.rebaseline.suggestions import commentable, hunks, placeable, suggestion
-from bot.features.replies import suggestion_review
 from bot.features.review.attribution import attribute
 from bot.features.review.pull import (
     HistoryRouter,
@@ -49,34 +49,11 @@ from bot.features.review.pull import (
     repo_history,
 )
 
-Mode = Literal["dry_run", "nothing", "committed", "suggested"]
 HEAD_WAIT_SECONDS = 10.0  # how long to wait for GitHub to move the PR head to our commit
 
 
 class RebaselineError(Exception):
     """The rebaseline could not be applied; the message is for the reply."""
-
-
-@dataclass(frozen=True)
-class RebaselineResult:
-    """What ``/rebaseline`` did (or, for a dry run, would do)."""
-
-    mode: Mode
-    pull: PullInfo
-    rule: RuleSettings
-    plans: tuple[FilePlan, ...] = ()
-    unknown: tuple[str, ...] = ()  # gate names asked for that the PR's files do not have
-    gate_names: tuple[str, ...] = ()  # every gate of the PR's threshold files
-    errors: tuple[str, ...] = ()  # threshold files the head leaves unparseable
-    history_error: str | None = None
-    commits: tuple[str, ...] = ()
-    review_id: int | None = None
-    manual: tuple[str, ...] = ()  # files whose change is in the review body, as a diff
-
-    @property
-    def changed(self) -> tuple[FilePlan, ...]:
-        """The plans that change something."""
-        return tuple(p for p in self.plans if p.edits)
 
 
 def may_push(pull: PullInfo, repo: str) -> bool:

@@ -7,8 +7,11 @@ and regime changes already attributed to PRs) and hands over the file text.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from datetime import date
+from typing import Literal
 
+from bot.adapters.github.api import PullInfo
 from bot.core.commands import Command
 from bot.core.models import Frozen, Gate, GateReview, Review, RuleSettings, ThresholdFile
 from bot.core.thresholds.edit import format_literal, replace_literals
@@ -36,6 +39,31 @@ class FilePlan(Frozen):
     text: str = ""  # the new file text (unchanged when there are no edits)
     no_data: tuple[str, ...] = ()  # named or eligible gates without data in the window
     provenance_written: bool = False
+
+
+Mode = Literal["dry_run", "nothing", "committed", "suggested"]
+
+
+@dataclass(frozen=True)
+class RebaselineResult:
+    """What ``/rebaseline`` did (or, for a dry run, would do)."""
+
+    mode: Mode
+    pull: PullInfo
+    rule: RuleSettings
+    plans: tuple[FilePlan, ...] = ()
+    unknown: tuple[str, ...] = ()  # gate names asked for that the PR's files do not have
+    gate_names: tuple[str, ...] = ()  # every gate of the PR's threshold files
+    errors: tuple[str, ...] = ()  # threshold files the head leaves unparseable
+    history_error: str | None = None
+    commits: tuple[str, ...] = ()
+    review_id: int | None = None
+    manual: tuple[str, ...] = ()  # files whose change is in the review body, as a diff
+
+    @property
+    def changed(self) -> tuple[FilePlan, ...]:
+        """The plans that change something."""
+        return tuple(p for p in self.plans if p.edits)
 
 
 def rule_for(command: Command, rule: RuleSettings) -> RuleSettings:

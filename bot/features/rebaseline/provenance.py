@@ -12,6 +12,7 @@ import re
 from collections.abc import Sequence
 from datetime import date, datetime
 
+from bot.core.formatting import iso_date, significant_g
 from bot.core.models import Change, Frozen, RuleSettings
 
 PREFIX = "threshold-bot:"
@@ -49,10 +50,10 @@ def provenance_lines(prov: Provenance, *, indent: str = "") -> list[str]:
         window_text = f"the finished runs since {window.since}"
     span = ""
     if prov.window_first and prov.window_last:
-        span = f" ({prov.window_first:%Y-%m-%d} .. {prov.window_last:%Y-%m-%d})"
+        span = f" ({iso_date(prov.window_first)} .. {iso_date(prov.window_last)})"
     who = f" by {_plain(prov.by)}" if prov.by else ""
     lines = [
-        f"{PREFIX} rebaselined {prov.on:%Y-%m-%d}{who} with /rebaseline",
+        f"{PREFIX} rebaselined {iso_date(prov.on)}{who} with /rebaseline",
         f"  rule: {rule.allowance_percent} allowance from the min/max of {window_text}, "
         f"{prov.runs} runs{span}",
     ]
@@ -66,16 +67,12 @@ def provenance_lines(prov: Provenance, *, indent: str = "") -> list[str]:
 def _describe_change(change: Change) -> str:
     pulls = ", ".join(f"#{n}" for n in change.pulls) or "no PR found"
     moved = "; ".join(
-        f"{_plain(metric)} {_num(shift.before)} -> {_num(shift.after)}"
+        f"{_plain(metric)} {significant_g(shift.before)} -> {significant_g(shift.after)}"
         for metric, shift in list(change.metrics.items())[:3]
     )
     return (
-        f"{change.at:%Y-%m-%d} ({pulls}): {moved}" if moved else f"{change.at:%Y-%m-%d} ({pulls})"
+        f"{iso_date(change.at)} ({pulls}): {moved}" if moved else f"{iso_date(change.at)} ({pulls})"
     )
-
-
-def _num(value: float) -> str:
-    return f"{value:.3g}"
 
 
 def _plain(text: str) -> str:

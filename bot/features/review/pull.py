@@ -33,14 +33,15 @@ from bot.adapters.github.api import (
 )
 from bot.adapters.history.files import FileSource
 from bot.core.analysis.review import build_review, merge_reviews, unavailable_review
-from bot.core.config import CONFIG_PATH, ConfigError, RepoConfig, parse_config
+from bot.core.config import CONFIG_PATH, RepoConfig
 from bot.core.history.sources import HistoryError, HistorySource, HistoryUnavailable
 from bot.core.models import GateChange, History, Review, SourceSpec, ThresholdFile, UnboundVariable
 from bot.core.render.review import MARKER, render_check, render_comment
 from bot.core.thresholds.diff import diff_gates, removed_gates
 from bot.core.thresholds.discover import find_gates, is_candidate
 from bot.core.thresholds.errors import ThresholdFileError
-from bot.features.approval.decision import ApprovalLike, ApprovalLookup, apply_approval, gate_values
+from bot.features.repo_config import config_at
+from bot.features.review.approval import ApprovalLike, ApprovalLookup, apply_approval, gate_values
 from bot.features.review.attribution import attribute
 
 APPROVE = CheckAction(
@@ -80,20 +81,9 @@ class ReviewOutcome:
 # --------------------------------------------------------------------------- reading
 
 
-def load_config(gh: GitHubAPI, repo: str, ref: str) -> tuple[RepoConfig, tuple[str, ...]]:
-    """The repository config at ``ref`` (defaults when absent or invalid) and warnings."""
-    text = gh.file_text(repo, CONFIG_PATH, ref)
-    if text is None:
-        return RepoConfig(), ()
-    try:
-        return parse_config(text), ()
-    except ConfigError as exc:
-        return RepoConfig(), (f"{exc} — using the default settings",)
-
-
 def read_thresholds(gh: GitHubAPI, repo: str, pull: PullInfo) -> PullThresholds:
     """Find the PR's threshold files and diff their gates between merge base and head."""
-    config, warnings = load_config(gh, repo, pull.base_sha)
+    config, warnings = config_at(gh, repo, pull.base_sha)
     base_sha = gh.merge_base(repo, pull.base_sha, pull.head_sha)
     files: list[ThresholdFile] = []
     changes: list[GateChange] = []
@@ -255,7 +245,7 @@ def publish(
     """Post (or edit) the marked comment, then complete the check run on the head SHA.
 
     A maintainer's ``approval`` of exactly the head's gate values turns an
-    ``action_required`` check into ``success`` naming the approver (``bot.features.approval.decision``).
+    ``action_required`` check into ``success`` naming the approver (``bot.features.review.approval``).
     A threshold file the head leaves unreadable cannot be approved away: its gates are
     unknown, so there is no Approve button and a stored approval does not apply.
     """

@@ -22,11 +22,10 @@ from bot.adapters.github.errors import GitHubError
 from bot.adapters.history.cache import CachedSource, SyncResult
 from bot.adapters.history.sync import cached_source, sync_sources
 from bot.adapters.settings import Settings
-from bot.adapters.store import tracked
+from bot.adapters.store import approvals, tracked
 from bot.adapters.store.tracked import Tracked
 from bot.core.history.sources import HistoryError
 from bot.core.models import SourceSpec
-from bot.features.approval.decision import stored_approvals
 from bot.features.review.pull import RemoteHistory, ReviewOutcome, review_pull
 
 log = logging.getLogger(__name__)
@@ -66,7 +65,7 @@ def review_and_track(
             repo,
             number,
             remote_history=remote_history,
-            approvals=stored_approvals(sessions),
+            approvals=approvals.lookup(sessions),
         )
     remote = tuple(spec for spec in outcome.sources if spec.kind != "file")
     with sessions.begin() as session:

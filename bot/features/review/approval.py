@@ -4,8 +4,7 @@ An approval is tied to the gate values it approved.  ``apply_approval`` is the p
 decision used when the review is published: an ``action_required`` review becomes
 ``success`` while the head's gate values equal the approved ones; any change to a
 value (a later push) makes it ``action_required`` again, without deleting the
-approval.  ``stored_approvals`` is the one adapter: it reads the newest approval
-of a PR from the store.
+approval.  Pure: the store (``bot.adapters.store.approvals``) keeps the approvals.
 """
 
 from __future__ import annotations
@@ -14,11 +13,9 @@ from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
 from typing import Protocol
 
-from sqlalchemy.orm import Session, sessionmaker
-
-from bot.adapters.store import approvals
-from bot.adapters.store.approvals import gate_key
+from bot.core.formatting import iso_date
 from bot.core.models import Conclusion, ThresholdFile
+from bot.features.replies import mention
 
 
 class ApprovalLike(Protocol):
@@ -44,6 +41,11 @@ ApprovalLookup = Callable[[str, int], ApprovalLike | None]
 """``(repo, pr_number) -> the newest approval of that PR, or None``."""
 
 
+def gate_key(file: str, name: str) -> str:
+    """The key of one gate in an approval's ``gate_values``: ``file:name``."""
+    return f"{file}:{name}"
+
+
 def gate_values(files: Sequence[ThresholdFile]) -> dict[str, float]:
     """Every gate's value in these threshold files, keyed by ``gate_key(file, name)``."""
     return {gate_key(tf.path, gate.name): gate.value for tf in files for gate in tf.gates}
@@ -51,7 +53,7 @@ def gate_values(files: Sequence[ThresholdFile]) -> dict[str, float]:
 
 def approval_note(approval: ApprovalLike) -> str:
     """``Approved by @user on YYYY-MM-DD``: the line the approved check run shows."""
-    return f"Approved by @{approval.approver} on {approval.approved_at:%Y-%m-%d}"
+    return f"Approved by @{approval.approver} on {iso_date(approval.approved_at)}"
 
 
 def apply_approval(
@@ -70,11 +72,6 @@ def apply_approval(
     return "success", approval_note(approval)
 
 
-def stored_approvals(sessions: sessionmaker[Session]) -> ApprovalLookup:
-    """An ``ApprovalLookup`` reading the newest approval of a PR from the store."""
-
-    def lookup(repo: str, number: int) -> ApprovalLike | None:
-        with sessions() as session:
-            return approvals.latest(session, repo, number)
-
-    return lookup
+def approval_not_applied(login: str, reason: str) -> str:
+    """An approval that was stored but does not turn the check green (yet)."""
+    return f"{mention(login)}, your approval is recorded, but {reason}"

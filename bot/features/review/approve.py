@@ -4,7 +4,7 @@ The sender (checked on every click) needs the permission the repository config a
 for (``permissions.approve``, default write).  An approval stores who, when, the
 head SHA of the clicked check run and the gate values at that SHA, then reviews the
 PR again: publishing turns ``action_required`` into ``success`` "approved by @user"
-while the head's gate values equal the approved ones (``bot.features.approval.decision``), so a later
+while the head's gate values equal the approved ones (``bot.features.review.approval``), so a later
 push that changes a value needs a new approval and one that changes none keeps it.
 A refusal is a polite PR comment naming the permission.  Both are audited.
 """
@@ -16,11 +16,10 @@ from typing import Any
 
 from bot.adapters.store import approvals
 from bot.core.routing import Router
-from bot.features.approval.decision import gate_values
 from bot.features.context import HandlerContext
 from bot.features.payloads import RequestedActionEvent
-from bot.features.replies import approval_not_applied
-from bot.features.respond import permitted, record, refuse, reply
+from bot.features.respond import audit_once, permitted, refuse, reply
+from bot.features.review.approval import approval_not_applied, gate_values
 from bot.features.review.check_run import is_ours, pull_number
 from bot.features.review.handlers import run_review
 from bot.features.review.pull import APPROVE, ReviewOutcome, read_thresholds
@@ -74,7 +73,7 @@ def on_requested_action(ctx: HandlerContext, payload: dict[str, Any]) -> None:
     reason = not_applied(outcome, run.head_sha)
     if reason is not None:
         reply(ctx, gh, repo, number, "approve", approval_not_applied(user, reason))
-    record(
+    audit_once(
         ctx,
         repo=repo,
         number=number,
