@@ -1,6 +1,6 @@
 """Benchmark: webhook acknowledgement latency of a real server under concurrent deliveries.
 
-Starts ``python -m bot.app.serve serve`` (what ``threshold-bot serve`` runs: uvicorn,
+Starts ``python -m bot.cli.serve serve`` (what ``threshold-bot serve`` runs: uvicorn,
 SQLite store, embedded huey queue, its default in-process workers) on a free local
 port, then sends bursts of 50 simultaneous signed ``pull_request.closed`` deliveries
 from this separate process, one kept-alive connection each.  The payload is the real

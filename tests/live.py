@@ -3,7 +3,7 @@
 ``live_server(app)`` runs uvicorn in a thread on ``127.0.0.1:0`` and yields its base
 URL; ``Recorder`` is a router whose handlers record what they were called with
 (the bedevere way of testing routing); ``ServerProcess`` runs
-``python -m bot.app.serve serve`` as a subprocess (crash test, benchmark).
+``python -m bot.cli.serve serve`` as a subprocess (crash test, benchmark).
 """
 
 from __future__ import annotations
@@ -148,7 +148,7 @@ def make_pem() -> str:
 
 
 class ServerProcess:
-    """``python -m bot.app.serve serve --port 0`` as a subprocess, logging to a file."""
+    """``python -m bot.cli.serve serve --port 0`` as a subprocess, logging to a file."""
 
     def __init__(
         self, env: dict[str, str], cwd: Path, log: Path, args: tuple[str, ...] = ()
@@ -160,7 +160,7 @@ class ServerProcess:
             [
                 sys.executable,
                 "-m",
-                "bot.app.serve",
+                "bot.cli.serve",
                 "serve",
                 "--host",
                 "127.0.0.1",

@@ -5,17 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from bot.core.analysis.changepoints import (
-    FloatArray,
-    clean,
-    detect,
-    detect_changepoints,
-    noise_sigma,
-    robust_sigma,
-    segment_half,
-    segment_sigma,
-    step,
-)
+from bot.core.analysis.changepoints import detect, detect_changepoints
+from bot.core.analysis.noise import FloatArray
 from bot.core.models import RegimeSettings
 
 
@@ -133,45 +124,6 @@ def test_autocorrelated_noise_does_not_over_segment(seed: int) -> None:
     assert _near(detect_changepoints(x), [200])
 
 
-def test_noise_sigma_ignores_steps_outliers_and_flat_stretches() -> None:
-    rng = np.random.default_rng(9)
-    noisy = rng.normal(0.0, 2.0, 4000)
-    assert noise_sigma(noisy) == pytest.approx(2.0, rel=0.08)
-    with_steps = noisy + np.repeat([0.0, 50.0, -30.0, 10.0], 1000)
-    with_steps[::97] = 1e5
-    assert noise_sigma(with_steps) == pytest.approx(2.0, rel=0.1)
-    half_flat = np.concatenate([np.zeros(2000), noisy[:2000]])
-    assert noise_sigma(half_flat) == pytest.approx(2.0, rel=0.1)
-    assert noise_sigma(np.repeat([1.0, 3.0], 50)) == 0.0
-
-
-def test_step_reports_medians_and_effect() -> None:
-    left = np.array([1.0, 2.0, 3.0, 2.0, 2.0, 100.0])
-    right = np.array([5.0, 6.0, 6.0, 7.0, 6.0])
-    s = step(left, right, 1.0, 2.0)
-    assert (s.before, s.after) == (float(np.median(left)), float(np.median(right)))
-    assert s.sigma == pytest.approx(np.sqrt((6 * 1.0 + 5 * 4.0) / 11))
-    assert s.relative == pytest.approx((s.after - s.before) / abs(s.before))
-    assert s.effect == pytest.approx(abs(s.after - s.before) / s.sigma)
-    flat = step(np.zeros(6), np.ones(6), 0.0, 0.0)
-    assert flat.effect == float("inf") and flat.relative is None
-    assert step(np.ones(6), np.ones(6), 0.0, 0.0).effect == 0.0
-    assert robust_sigma(np.zeros(5)) == 0.0
-
-
-def test_segment_noise_is_measured_inside_each_segment() -> None:
-    rng = np.random.default_rng(4)
-    half = segment_half(5)
-    assert segment_sigma(np.zeros(60), 0.002, 5, half) == pytest.approx(
-        np.sqrt(5 * 0.002**2 / 65)  # no noise of its own: only the shrinkage to the prior
-    )
-    noisy = np.asarray(0.01 + rng.normal(0.0, 0.002, 400), dtype=np.float64)
-    assert segment_sigma(noisy, 0.0, 0, half) == pytest.approx(0.002, rel=0.15)
-    drifting = np.asarray(np.linspace(0.0, 0.05, 400) + rng.normal(0.0, 0.002, 400), np.float64)
-    assert robust_sigma(drifting) > 5 * 0.002  # spread around the median counts the drift
-    assert segment_sigma(drifting, 0.0, 0, half) == pytest.approx(0.002, rel=0.15)
-
-
 @pytest.mark.parametrize("seed", range(3))
 def test_slow_drift_is_not_a_change_point(seed: int) -> None:
     rng = np.random.default_rng(500 + seed)
@@ -190,14 +142,3 @@ def test_detection_reports_effects_and_noise() -> None:
     flat = detect(np.repeat([0.0, 1.0, 0.5], 40))
     assert flat.changepoints == [40, 80] and flat.effects == [np.inf, np.inf]
     assert flat.sigma == 0.0
-
-
-def test_clean_removes_bad_runs_but_keeps_a_new_regime() -> None:
-    x = np.concatenate([np.zeros(30), np.full(30, 10.0)]) + 0.1 * np.sin(np.arange(60))
-    bad = x.copy()
-    bad[[10, 40, 41]] = [50.0, -20.0, -20.0]  # a bad run, then two in a row
-    cleaned = clean(bad, sigma=0.1, outlier_sigma=3.0, min_size=5)
-    assert np.abs(cleaned[[10, 40, 41]] - x[[10, 40, 41]]).max() < 0.5
-    assert np.array_equal(np.delete(cleaned, [10, 40, 41]), np.delete(bad, [10, 40, 41]))
-    # the first runs after the step are far from the centred median, yet kept
-    assert np.array_equal(clean(x, 0.1, 3.0, 5), x)

@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from bot.cli.main import app, web_url
+from bot.cli.main import app
+from bot.cli.review import web_url
 from bot.core.analysis.limits import recompute_limit
 from bot.core.models import RuleSettings
 from demo.data import build_example, dump_jsonl

@@ -1,6 +1,6 @@
 """Crash safety: ``kill -9`` a real server mid-work, restart it, nothing is lost or doubled.
 
-The server runs as ``python -m bot.app.serve serve --port 0`` with the slow test handler
+The server runs as ``python -m bot.cli.serve serve --port 0`` with the slow test handler
 of ``tests/crash_handler.py`` loaded through ``EXTRA_HANDLERS``.
 """
 
@@ -141,7 +141,7 @@ def test_worker_process_alone_finishes_stored_deliveries(
     log = tmp_path / "worker.log"
     with log.open("wb") as out:
         worker = subprocess.Popen(
-            [sys.executable, "-m", "bot.app.serve", "worker"],
+            [sys.executable, "-m", "bot.cli.serve", "worker"],
             env={**env, "CRASH_TEST_SECONDS": "0"},
             cwd=tmp_path,
             stdout=out,

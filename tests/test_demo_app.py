@@ -24,8 +24,7 @@ def test_demo_prints_the_comment_and_check_run(capsys: pytest.CaptureFixture[str
     assert regime_rows
     for number in repo.effect_pulls:  # each regime change names the PR that moved the metrics
         assert any(
-            f"[#{number}](https://github.com/{REPO}/pull/{number}) "
-            f"{escape(titles[number])}" in row
+            f"[#{number}](https://github.com/{REPO}/pull/{number}) {escape(titles[number])}" in row
             for row in regime_rows
         ), number
     assert "/tmp" not in out  # no machine-specific path in what the App posted

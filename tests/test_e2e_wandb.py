@@ -2,8 +2,8 @@
 real wandb client against the fake W&B GraphQL server.
 
 The App is built exactly as ``serve`` builds it, except for the GitHub client's base URL:
-history comes from ``bot.adapters.history.factory.source_factory`` (the run cache in the App's store,
-synced from W&B), and the W&B settings come from the ``WANDB_*`` environment variables.
+history comes from ``bot.adapters.history.factory.source_factory`` (the run cache in the
+App's store, synced from W&B), and the W&B settings come from the ``WANDB_*`` environment variables.
 One App, one FakeGitHub and one fake W&B serve the whole module (the wandb client starts a
 sidecar process); every test uses its own pull request, and the repository or W&B project
 it changes is its own.  Expected numbers are computed here from the runs loaded into W&B.

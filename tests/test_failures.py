@@ -14,8 +14,9 @@ from bot.core.analysis.failures import (
     failing_streak,
     find_shift,
     streak_length,
+    tally,
 )
-from bot.core.analysis.windows import BoolArray
+from bot.core.analysis.windows import BoolArray, series_of
 from bot.core.models import Failures, Op, Run
 
 T0 = datetime(2026, 6, 1, tzinfo=UTC)
@@ -34,6 +35,11 @@ def test_count_failures_at_the_boundary(op: Op, failed: int) -> None:
 
 def test_count_failures_of_nothing() -> None:
     assert count_failures([], ">=", 1.0) == Failures(failed=0, total=0)
+
+
+def test_tally_counts_flags() -> None:
+    assert tally(np.array([True, False, True, True])) == Failures(failed=3, total=4)
+    assert tally(np.array([], dtype=bool)) == Failures(failed=0, total=0)
 
 
 @pytest.mark.parametrize(
@@ -61,16 +67,22 @@ def runs_of(values: list[float | None]) -> list[Run]:
     ]
 
 
+def streak_of(runs: list[Run], metric: str, op: Op, limit: float) -> tuple[int, datetime | None]:
+    """``failing_streak`` of ``metric`` in ``runs`` against ``op limit``, as the review calls it."""
+    series = series_of(runs, metric)
+    return failing_streak(failing_mask(series.values, op, limit), series.index, runs)
+
+
 def test_failing_streak_counts_only_runs_having_the_metric() -> None:
     # fails >= 0.5 at 0.4: r3, r5, r6 (r4 lacks the metric and does not break the streak)
     runs = runs_of([0.4, 0.6, 0.7, 0.4, None, 0.3, 0.45])
-    assert failing_streak(runs, "m", ">=", 0.5) == (3, runs[3].created_at)
+    assert streak_of(runs, "m", ">=", 0.5) == (3, runs[3].created_at)
 
 
 def test_failing_streak_none() -> None:
     runs = runs_of([0.4, 0.6])
-    assert failing_streak(runs, "m", ">=", 0.5) == (0, None)
-    assert failing_streak(runs, "absent", ">=", 0.5) == (0, None)
+    assert streak_of(runs, "m", ">=", 0.5) == (0, None)
+    assert streak_of(runs, "absent", ">=", 0.5) == (0, None)
 
 
 def flags(text: str) -> BoolArray:

@@ -1,4 +1,4 @@
-"""``bot.adapters.github.client`` — the real PyGithub client against the local fake GitHub (HTTP on 127.0.0.1).
+"""``bot.adapters.github.client``: the real PyGithub client against the local fake GitHub.
 
 Every test ends with ``fake.check()``: no response broke GitHub's OpenAPI schema, no
 endpoint the client used is missing from the fake.

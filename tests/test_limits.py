@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from decimal import Decimal
+from decimal import Context, Decimal, localcontext
 
 import pytest
 from hypothesis import given, settings
@@ -15,10 +15,7 @@ from bot.core.analysis.limits import (
     looser_by,
     looser_than_rule,
     recompute_limit,
-    round_down,
-    round_up,
     rounding_step,
-    unrounded_limit,
 )
 from bot.core.models import Op, RuleSettings, passes
 
@@ -64,14 +61,16 @@ def test_limit_decimals_takes_the_larger_of_literal_and_significant_digits() -> 
 def test_rounding_is_decimal_safe() -> None:
     # binary 0.29 is 0.28999999999999998...; 0.29 * 100 is 28.999999999999996
     assert math.floor(0.29 * 100) / 100 == 0.28  # the artefact being avoided
-    assert round_down(0.29, 2) == 0.29
-    assert round_up(0.57, 2) == 0.57
-    assert round_down(0.50000000001, 2) == 0.5
-    assert round_up(0.0189, 3) == 0.019
-    assert round_up(282.03, 0) == 283
-    assert round_down(-0.001, 2) == -0.01
-    zero = round_up(-0.001, 2)
-    assert zero == 0 and math.copysign(1.0, zero) == 1.0  # no negative zero
+    exact = RuleSettings(allowance=0)  # the limit is the extreme value, rounded
+    assert recompute_limit([0.29, 0.4], ">=", "0.00", exact) == (0.29, 2)
+    assert recompute_limit([0.57, 0.4], "<=", "0.00", exact) == (0.57, 2)
+    assert recompute_limit([0.50000000001], ">=", "0.00", exact) == (0.5, 2)
+    assert recompute_limit([0.0189], "<=", "0.000", exact) == (0.019, 3)
+    assert recompute_limit([282.03], "<=", "0", exact) == (283.0, 0)
+    assert recompute_limit([-1.001], ">=", "0.00", exact) == (-1.01, 2)  # down: away from 0
+    assert recompute_limit([-1.009], "<=", "0.00", exact) == (-1.0, 2)  # up: toward 0
+    zero = recompute_limit([-0.0], ">=", "0", RULE)
+    assert zero == (0.0, 0) and math.copysign(1.0, zero[0]) == 1.0  # no negative zero
 
 
 def test_rounding_step() -> None:
@@ -91,7 +90,7 @@ def test_contract_examples() -> None:
 
 def test_empty_window_has_no_limit() -> None:
     assert recompute_limit([], ">=", "0.5", RULE) is None
-    assert unrounded_limit([], "<", RULE) is None
+    assert recompute_limit([], "<", "0.5", RULE) is None
 
 
 def test_negative_values() -> None:
@@ -183,30 +182,40 @@ def test_recomputed_limit_never_fails_its_own_window(
     assert all(passes(v, op, limit) for v in values), (values, op, literal, limit)
 
 
+def unrounded_rule(values: list[float], op: Op, allowance: float) -> float:
+    """The rule before rounding, computed exactly: ``min - allowance·|min|`` for a lower bound,
+    ``max + allowance·|max|`` for an upper one; at 0 the allowance is taken of the spread."""
+    with localcontext(Context(prec=2000)):
+        low, high = Decimal(repr(min(values))), Decimal(repr(max(values)))
+        a = Decimal(repr(allowance))
+        if op in (">=", ">"):
+            return float(low - a * (abs(low) if low != 0 else high - low)) + 0.0
+        return float(high + a * (abs(high) if high != 0 else high - low)) + 0.0
+
+
+def test_unrounded_rule_of_the_contract_examples() -> None:
+    assert unrounded_rule([0.61, 0.5292, 0.58], ">=", 0.05) == 0.50274
+    assert unrounded_rule([250.0, 268.6, 262.4], "<=", 0.05) == 282.03
+    assert unrounded_rule([0.0, 0.4, 0.2], ">=", 0.05) == -0.02
+
+
 @settings(max_examples=400, deadline=None)
 @given(values_strategy, st.sampled_from(OPS), literal_strategy, rule_strategy)
 def test_rounding_never_tightens(
     values: list[float], op: Op, literal: str, rule: RuleSettings
 ) -> None:
     result = recompute_limit(values, op, literal, rule)
-    unrounded = unrounded_limit(values, op, rule)
-    assert result is not None and unrounded is not None
+    unrounded = unrounded_rule(values, op, rule.allowance)
+    assert result is not None
     limit, decimals = result
     # at most one rounding step, plus one more for a strict gate landing on the extreme
     reach = Decimal(2) * Decimal(1).scaleb(-decimals)
     if op in (">=", ">"):
         assert limit <= unrounded
         assert Decimal(repr(unrounded)) - Decimal(repr(limit)) <= reach
-        # the unrounded limit is the rule: min - allowance·|min| (spread at 0)
-        low = min(values)
-        scale = abs(low) if low != 0 else max(values) - low
-        assert unrounded == pytest.approx(low - rule.allowance * scale, rel=1e-12, abs=1e-300)
     else:
         assert limit >= unrounded
         assert Decimal(repr(limit)) - Decimal(repr(unrounded)) <= reach
-        high = max(values)
-        scale = abs(high) if high != 0 else high - min(values)
-        assert unrounded == pytest.approx(high + rule.allowance * scale, rel=1e-12, abs=1e-300)
 
 
 def test_non_finite_values_are_ignored() -> None:

@@ -1,4 +1,4 @@
-"""``bot.features.review.recheck``: tracking open threshold PRs and re-reviewing them when runs arrive.
+"""``bot.features.review.recheck``: tracking open threshold PRs, re-reviewing them on new runs.
 
 Real SQLite store (tmp_path), the recording GitHub, and a W&B stand-in whose runs the
 test extends between re-checks.

@@ -26,9 +26,6 @@ from bot.core.render.markdown import Markdown
 from bot.core.render.review import (
     MARKER,
     environment,
-    fmt_date,
-    fmt_sig,
-    fmt_value,
     render_check,
     render_comment,
     render_json,
@@ -142,18 +139,6 @@ def test_gate_row_numbers_use_the_gate_decimals() -> None:
     assert cells[5] == "**3**/30" and cells[6] == "0/20"
     plain = render_comment(review(gates=(gate(proposed=0.5, old=0.5, changed=False),)))
     assert "| 0.50 |" in plain  # 0.5 shown with the literal's two decimals
-
-
-def test_format_helpers() -> None:
-    assert fmt_date(T0) == "30 Jun 2026"
-    assert fmt_value(0.5, 2) == "0.50"
-    assert fmt_value(283.0, 0) == "283"
-    assert fmt_value(1e-05, 2) == "0.00001"
-    assert fmt_value(None, 2) == "—"
-    assert fmt_sig(0.54321) == "0.5432"
-    assert fmt_sig(1853.2) == "1853"
-    assert fmt_sig(123456.0) == "123456"
-    assert fmt_sig(0.0) == "0"
 
 
 def test_regime_table_links_pulls_and_bolds_what_moved() -> None:

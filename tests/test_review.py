@@ -9,7 +9,6 @@ from decimal import ROUND_CEILING, ROUND_FLOOR, Decimal
 import numpy as np
 import pytest
 
-from bot.core.analysis.explain import fmt_date, fmt_move, fmt_num
 from bot.core.analysis.review import (
     build_review,
     conclusion_of,
@@ -17,6 +16,7 @@ from bot.core.analysis.review import (
     unavailable_review,
     verdict_of,
 )
+from bot.core.formatting import day_month, move
 from bot.core.models import (
     Failures,
     Gate,
@@ -83,21 +83,6 @@ def test_conclusion_of() -> None:
     for bad in ("too_tight", "looser_than_rule", "unchanged_failing"):
         assert conclusion_of(["ok", bad]) == "action_required"
     assert conclusion_of(["no_data"], history_ok=False) == "neutral"
-
-
-# --------------------------------------------------------------------------- wording
-
-
-def test_number_and_date_formatting() -> None:
-    assert fmt_num(0.28512) == "0.285"
-    assert fmt_num(268.6) == "269"
-    assert fmt_num(12345.0) == "12345"
-    assert fmt_num(-0.0012345) == "-0.00123"
-    assert fmt_num(0.0) == "0"
-    assert fmt_move(0.285, 0.238) == "0.285 → 0.238"
-    assert fmt_move(0.28512, 0.28498) == "0.2851 → 0.285"  # digits until they differ
-    assert fmt_date(datetime(2026, 6, 30, 8, tzinfo=UTC)) == "30 Jun"
-    assert fmt_date(datetime(2026, 6, 30, tzinfo=UTC), datetime(2027, 1, 2)) == "30 Jun 2026"
 
 
 # --------------------------------------------------------------------------- synthetic history
@@ -211,8 +196,8 @@ def test_unchanged_gate_failing_since_the_shift(history: History) -> None:
     assert g.decimals == 2
     shift = change.metrics["acc"]
     assert g.explanation == (
-        f"failing every run since {fmt_date(change.at)} — after the change that moved acc "
-        f"{fmt_move(shift.before, shift.after)}"
+        f"failing every run since {day_month(change.at)} — after the change that moved acc "
+        f"{move(shift.before, shift.after)}"
     )
     assert g.warnings == ()  # the last 20 runs are all in the new regime
     assert review.conclusion == "action_required"
@@ -307,7 +292,7 @@ def test_straddle_warning(history: History) -> None:
     rule = RuleSettings(window=WindowSpec(kind="last", runs=50))
     review = build_review([unchanged(ACC), unchanged(TOKENS)], history, rule=rule)
     acc_gate, tokens_gate = review.gates
-    at = fmt_date(history.finished[SHIFT_AT].created_at)
+    at = day_month(history.finished[SHIFT_AT].created_at)
     assert acc_gate.warnings == (
         f"the 50-run window straddles the regime change of {at}: the limit mixes two "
         "regimes; consider --window regime",

@@ -113,7 +113,7 @@ def test_serve_stops_with_one_line(tmp_path: Path) -> None:
     env = {k: v for k, v in os.environ.items() if k in ("PATH", "HOME", "LANG")}
     env["PYTHONPATH"] = str(ROOT)
     result = subprocess.run(
-        [sys.executable, "-m", "bot.app.serve", "serve", "--port", "0"],
+        [sys.executable, "-m", "bot.cli.serve", "serve", "--port", "0"],
         env=env,
         cwd=tmp_path,
         capture_output=True,

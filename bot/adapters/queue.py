@@ -111,7 +111,7 @@ class JobQueue:
         self._consumer = consumer
         log.info("started %d worker threads", workers)
 
-    # ----- periodic jobs (added for ``bot.features.review.recheck``) -----------------------------------------
+    # ----- periodic jobs (the re-check, ``bot.features.review.recheck``) -------------
     def every(self, minutes: int, name: str, job: Callable[[], object]) -> None:
         """Run ``job`` every ``minutes`` minutes on the consumer (a huey periodic task);
         register before ``start``."""

@@ -1,9 +1,10 @@
 """The composition root: builds the store, queue, router, metrics and worker from settings.
 
-``bot.app.web`` (the ``serve`` process) and ``bot.app.serve.worker_command`` both start
+``bot.app.web`` (the ``serve`` process) and ``bot.cli.serve.worker_command`` both start
 from ``build``.  The GitHub client and the history sources come from
-``bot.adapters.github.app.client_factory(settings)`` and ``bot.adapters.history.factory.source_factory
-(settings, sessions)`` (the run cache shares the store's engine); either can be
+``bot.adapters.github.app.client_factory(settings)`` and
+``bot.adapters.history.factory.source_factory(settings, sessions)`` (the run cache shares
+the store's engine); either can be
 passed in instead (tests, the demo).
 """
 

@@ -19,6 +19,7 @@ from sqlalchemy.exc import ArgumentError, SQLAlchemyError
 from bot.adapters.store import audit
 from bot.adapters.store.audit import AuditEntry
 from bot.adapters.store.db import init_db, make_engine
+from bot.core.formatting import iso_date_time
 
 COLUMNS = ("when (UTC)", "PR", "actor", "action", "outcome", "command", "detail")
 
@@ -30,7 +31,7 @@ def audit_table(repo: str, rows: Sequence[AuditEntry]) -> Table:
         table.add_column(column, overflow="fold")
     for row in rows:
         cells = (
-            f"{row.at:%Y-%m-%d %H:%M:%S}",
+            iso_date_time(row.at),
             f"#{row.pr_number}" if row.pr_number is not None else "",
             row.actor,
             row.action,

@@ -1,0 +1,1 @@
+"""The pure functional core: models, analysis, rendering and parsing, with no I/O."""

@@ -145,11 +145,12 @@ def parse_config(text: str, path: str = CONFIG_PATH) -> RepoConfig:
         root = yaml.compose(text, Loader=yaml.SafeLoader)
         errors = exc.errors()
         first = _line(root, _location(errors[0])) if errors else None
-        problems = "; ".join(_describe(err) for err in errors)
+        problems = "; ".join(_error_message(err) for err in errors)
         raise ConfigError(f"{path}{f':{first}' if first else ''}: {problems}") from None
 
 
-def _describe(err: ErrorDetails) -> str:
+def _error_message(err: ErrorDetails) -> str:
+    """One validation error as ``where: what`` (an unknown key is an ``unknown setting``)."""
     where = ".".join(str(p) for p in err["loc"])
     if err["type"] == "extra_forbidden":
         return f"{where}: unknown setting"

@@ -8,11 +8,15 @@ the interface contract (section 5) and must stay stable.
 
 from __future__ import annotations
 
+import operator
 import re
+from collections.abc import Callable
 from datetime import UTC, date, datetime
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from bot.core.formatting import percent
 
 Op = Literal[">=", ">", "<=", "<"]
 RunState = Literal["finished", "failed", "crashed", "killed", "running"]
@@ -82,14 +86,6 @@ class History(Frozen):
         """The finished runs, oldest first: the only ones that enter statistics."""
         return tuple(r for r in self.runs if r.state == "finished")
 
-    def metrics(self) -> list[str]:
-        """Every metric name present in any finished run, sorted."""
-        names: set[str] = set()
-        for run in self.runs:
-            if run.state == "finished":
-                names.update(run.summary)
-        return sorted(names)
-
 
 # --------------------------------------------------------------------------- sources
 
@@ -151,20 +147,19 @@ class Gate(Frozen):
         """True for ``>=``/``>`` gates: runs must stay above the limit."""
         return self.op in LOWER_BOUND_OPS
 
-    def passes(self, value: float) -> bool:
-        """Whether a run's metric value passes this gate's comparison."""
-        return passes(value, self.op, self.value)
+
+COMPARISONS: dict[str, Callable[[Any, Any], Any]] = {
+    ">=": operator.ge,
+    ">": operator.gt,
+    "<=": operator.le,
+    "<": operator.lt,
+}
+"""``value op limit`` for each operator: on floats, or element-wise on numpy arrays."""
 
 
 def passes(value: float, op: Op, limit: float) -> bool:
     """Evaluate ``value op limit`` exactly as the CI assert does."""
-    if op == ">=":
-        return value >= limit
-    if op == ">":
-        return value > limit
-    if op == "<=":
-        return value <= limit
-    return value < limit
+    return bool(COMPARISONS[op](value, limit))
 
 
 class UnboundVariable(Frozen):
@@ -270,7 +265,7 @@ class RuleSettings(Frozen):
     @property
     def allowance_percent(self) -> str:
         """The allowance as people write it: ``5%``, ``2.5%``."""
-        return f"{self.allowance * 100:g}%"
+        return percent(self.allowance)
 
 
 # --------------------------------------------------------------------------- review

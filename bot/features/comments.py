@@ -29,7 +29,7 @@ from bot.features.rebaseline.plan import RebaselineResult
 from bot.features.rebaseline.replies import rebaseline_reply
 from bot.features.replies import problems
 from bot.features.respond import audit_once, audited, permitted, refuse, reply
-from bot.features.review.handlers import run_review
+from bot.features.review.handlers import review_for_delivery
 
 
 def is_bot(user: User) -> bool:
@@ -87,7 +87,7 @@ def run_command(
         reply(ctx, gh, repo, number, key, HELP_TEXT)
         outcome = "done"
     elif command.kind == "retry":
-        review = run_review(ctx, repo, number)
+        review = review_for_delivery(ctx, repo, number)
         if review.status == "skipped":
             reply(ctx, gh, repo, number, key, f"Nothing to review: {escape(review.reason)}.")
         outcome = review.status
@@ -127,7 +127,7 @@ def run_rebaseline(
     done = audited(ctx, "rebaseline", text)
     if done in _WROTE:
         if done == "committed":
-            run_review(ctx, repo, number)
+            review_for_delivery(ctx, repo, number)
         return
     pull = gh.pull(repo, number)
     allowed, level, required = permitted(gh, repo, pull.base_sha, sender, "rebaseline")
@@ -174,7 +174,7 @@ def run_rebaseline(
     )
     reply(ctx, gh, repo, number, key, rebaseline_reply(result))
     if result.mode == "committed":
-        run_review(ctx, repo, number)  # our own push's synchronize event is ignored
+        review_for_delivery(ctx, repo, number)  # our own push's synchronize event is ignored
     ctx.log.info("/rebaseline on %s#%d by %s: %s", repo, number, sender, result.mode)
 
 

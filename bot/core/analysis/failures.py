@@ -3,13 +3,13 @@ failures are scattered (flaky) or began at a regime change (shifted)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from datetime import datetime
 
 import numpy as np
 
-from bot.core.analysis.windows import BoolArray, FloatArray, IntArray, series_of
-from bot.core.models import Classification, Failures, Op, Run
+from bot.core.analysis.windows import BoolArray, FloatArray, IntArray
+from bot.core.models import COMPARISONS, Classification, Failures, Op, Run
 
 __all__ = [
     "classify",
@@ -18,6 +18,7 @@ __all__ = [
     "failing_streak",
     "find_shift",
     "streak_length",
+    "tally",
 ]
 
 # a shift: at least this share of the runs since a change fail ...
@@ -25,24 +26,21 @@ SHIFTED_MIN_RATE = 0.5
 # ... and before it at most this fraction of that share did
 SHIFTED_MAX_BEFORE = 0.5
 
-_PASSES: dict[str, Callable[[FloatArray, float], BoolArray]] = {
-    ">=": np.greater_equal,
-    ">": np.greater,
-    "<=": np.less_equal,
-    "<": np.less,
-}
-
 
 def failing_mask(values: Sequence[float] | FloatArray, op: Op, limit: float) -> BoolArray:
     """Boolean array: True where a value fails ``value op limit`` (as the CI assert does)."""
     array = np.asarray(values, dtype=float)
-    return ~_PASSES[op](array, limit)
+    return ~np.asarray(COMPARISONS[op](array, limit), dtype=np.bool_)
+
+
+def tally(fails: BoolArray) -> Failures:
+    """``fails`` counted: how many are True, of how many."""
+    return Failures(failed=int(fails.sum()), total=int(fails.size))
 
 
 def count_failures(values: Sequence[float] | FloatArray, op: Op, limit: float) -> Failures:
     """How many of ``values`` fail the gate ``op limit``."""
-    fails = failing_mask(values, op, limit)
-    return Failures(failed=int(fails.sum()), total=int(fails.size))
+    return tally(failing_mask(values, op, limit))
 
 
 def streak_length(fails: BoolArray) -> int:
@@ -52,15 +50,18 @@ def streak_length(fails: BoolArray) -> int:
 
 
 def failing_streak(
-    runs: Sequence[Run], metric: str, op: Op, limit: float
+    fails: BoolArray, index: IntArray, runs: Sequence[Run]
 ) -> tuple[int, datetime | None]:
-    """The newest runs in a row (among those having ``metric``) that fail ``op limit``, and the
-    ``created_at`` of the streak's first run (None without a streak)."""
-    series = series_of(runs, metric)
-    streak = streak_length(failing_mask(series.values, op, limit))
+    """The newest failures in a row and the ``created_at`` of the streak's first run (None
+    without a streak).
+
+    ``fails``/``index``: failure flags and positions in ``runs`` (finished, oldest first) of
+    the runs having the gate's metric, so runs without it neither count nor break the streak.
+    """
+    streak = streak_length(fails)
     if streak == 0:
         return 0, None
-    return streak, runs[int(series.index[-streak])].created_at
+    return streak, runs[int(index[-streak])].created_at
 
 
 def find_shift(fails: BoolArray, index: IntArray, changes: Sequence[int]) -> int | None:

@@ -21,10 +21,7 @@ __all__ = [
     "looser_by",
     "looser_than_rule",
     "recompute_limit",
-    "round_down",
-    "round_up",
     "rounding_step",
-    "unrounded_limit",
 ]
 
 
@@ -62,27 +59,18 @@ def limit_decimals(unrounded: float, literal: str, significant_digits: int = 2) 
     return max(written, needed)
 
 
-def _step(decimals: int) -> Decimal:
+def _unit(decimals: int) -> Decimal:
+    """One unit in the last place at ``decimals`` decimals, exactly."""
     return Decimal(1).scaleb(-decimals)
 
 
 def rounding_step(decimals: int) -> float:
     """One unit in the last place at ``decimals`` decimals: 2 → 0.01, 0 → 1."""
-    return float(_step(decimals))
+    return float(_unit(decimals))
 
 
 def _quantize(value: Decimal, decimals: int, rounding: str) -> Decimal:
-    return value.quantize(_step(decimals), rounding=rounding, context=_EXACT)
-
-
-def round_down(value: float, decimals: int) -> float:
-    """Round toward minus infinity at ``decimals`` decimals, decimal-safe."""
-    return _float(_quantize(_dec(value), decimals, ROUND_FLOOR))
-
-
-def round_up(value: float, decimals: int) -> float:
-    """Round toward plus infinity at ``decimals`` decimals, decimal-safe."""
-    return _float(_quantize(_dec(value), decimals, ROUND_CEILING))
+    return value.quantize(_unit(decimals), rounding=rounding, context=_EXACT)
 
 
 def _finite(values: Sequence[float] | npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
@@ -105,17 +93,6 @@ def _unrounded(
         return (base - margin if lower else base + margin), extreme
 
 
-def unrounded_limit(
-    values: Sequence[float] | npt.NDArray[np.float64], op: Op, rule: RuleSettings
-) -> float | None:
-    """The rule's limit before rounding (``min - a·|min|`` or ``max + a·|max|``); None if empty."""
-    array = _finite(values)
-    if array.size == 0:
-        return None
-    exact, _ = _unrounded(array, op, _dec(rule.allowance))
-    return _float(exact)
-
-
 def recompute_limit(
     values: Sequence[float] | npt.NDArray[np.float64], op: Op, literal: str, rule: RuleSettings
 ) -> tuple[float, int] | None:
@@ -133,8 +110,8 @@ def recompute_limit(
     decimals = limit_decimals(_float(exact), literal, rule.significant_digits)
     limit = _quantize(exact, decimals, ROUND_FLOOR if lower else ROUND_CEILING)
     if not passes(extreme, op, _float(limit)):  # a strict gate exactly on the extreme
-        step = _step(decimals)
-        limit = _EXACT.subtract(limit, step) if lower else _EXACT.add(limit, step)
+        unit = _unit(decimals)
+        limit = _EXACT.subtract(limit, unit) if lower else _EXACT.add(limit, unit)
     result = _float(limit)
     if not passes(extreme, op, result):  # only with more decimals than a float holds
         result = float(np.nextafter(extreme, -np.inf if lower else np.inf))
@@ -153,4 +130,4 @@ def looser_by(proposed: float, recomputed: float, op: Op) -> float:
 
 def looser_than_rule(proposed: float, recomputed: float, decimals: int, op: Op) -> bool:
     """Whether ``proposed`` is looser than ``recomputed`` by more than one rounding step."""
-    return _looseness(proposed, recomputed, op) > _step(decimals)
+    return _looseness(proposed, recomputed, op) > _unit(decimals)

@@ -17,21 +17,19 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
-from numpy.typing import NDArray
 
-from bot.core.analysis.changepoints import (
-    EFFECT_WINDOW,
+from bot.core.analysis.changepoints import EFFECT_WINDOW, detect
+from bot.core.analysis.noise import (
+    FloatArray,
     SegmentNoise,
     Step,
-    detect,
     local_residuals,
-    passes,
+    pooled_sigma,
     residual_sigma,
     segment_half,
+    step_margin,
 )
 from bot.core.models import Change, MetricShift, Regime, RegimeSettings, Run
-
-FloatArray = NDArray[np.float64]
 
 
 @dataclass(frozen=True)
@@ -183,7 +181,7 @@ def _stretches(
     return out
 
 
-def _moved(
+def _moved_metrics(
     stretches: dict[str, list[_Stretch | None]],
     boundary: int,
     detected: set[str],
@@ -200,11 +198,9 @@ def _moved(
         left, right = table[boundary], table[boundary + 1]
         if left is None or right is None:
             continue
-        pooled = math.sqrt(
-            (left.runs * left.sigma**2 + right.runs * right.sigma**2) / (left.runs + right.runs)
-        )
+        pooled = pooled_sigma(left.runs, left.sigma, right.runs, right.sigma)
         s = Step(left.median, right.median, pooled, left.runs, right.runs)
-        if name in detected or passes(s, settings, beta) >= 1.0:
+        if name in detected or step_margin(s, settings, beta) >= 1.0:
             steps.append((name, s))
     steps.sort(key=lambda item: (-item[1].effect, item[0]))
     return {name: _shift(s) for name, s in steps}
@@ -276,7 +272,7 @@ def detect_regimes(
                 before_at=before.created_at,
                 before_commit=before.commit,
                 after_commit=after.commit,
-                metrics=_moved(stretches, i, detected, beta, settings),
+                metrics=_moved_metrics(stretches, i, detected, beta, settings),
             )
         )
     return regimes, changes

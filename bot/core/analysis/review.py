@@ -22,8 +22,9 @@ from bot.core.analysis.failures import (
     classify,
     count_failures,
     failing_mask,
+    failing_streak,
     find_shift,
-    streak_length,
+    tally,
 )
 from bot.core.analysis.limits import looser_by, looser_than_rule, recompute_limit, rounding_step
 from bot.core.analysis.regimes import detect_regimes
@@ -113,6 +114,7 @@ class _Context:
         self.times = run_times(self.runs)
 
     def series(self, metric: str) -> Series:
+        """``metric`` over the finished runs having it (extracted once, then cached)."""
         if metric not in self.columns:
             self.columns[metric] = series_of(self.runs, metric, self.times)
         return self.columns[metric]
@@ -124,6 +126,7 @@ class _Context:
 
     @property
     def newest(self) -> datetime | None:
+        """When the newest finished run was created (None without runs)."""
         return self.runs[-1].created_at if self.runs else None
 
     def changes_of(self, metric: str) -> list[Change]:
@@ -156,8 +159,7 @@ def _explain_old(
     shift = next((c for c in changes if c.index == at), None)
     since_shift = None
     if shift is not None:
-        after = fails[int(np.searchsorted(index, shift.index)) :]
-        since_shift = Failures(failed=int(after.sum()), total=int(after.size))
+        since_shift = tally(fails[int(np.searchsorted(index, shift.index)) :])
     within = True
     if changes and recent.failed:
         first_failure = index[-lookback:][fails[-lookback:]][0]
@@ -187,8 +189,8 @@ def _review_gate(ctx: _Context, change: GateChange, rule: RuleSettings, source: 
 
     history = ctx.series(old_gate.metric)
     fails = failing_mask(history.values, old_gate.op, old_gate.value)
-    old_failures = Failures(failed=int(fails[-lookback:].sum()), total=min(lookback, fails.size))
-    streak = streak_length(fails)
+    old_failures = tally(fails[-lookback:])
+    streak, failing_since = failing_streak(fails, history.index, ctx.runs)
     changes = [c.index for c in ctx.changes_of(old_gate.metric)]
 
     verdict = verdict_of(
@@ -231,7 +233,7 @@ def _review_gate(ctx: _Context, change: GateChange, rule: RuleSettings, source: 
         old_failures=old_failures,
         proposed_failures=proposed_failures,
         consecutive_failures=streak,
-        failing_since=ctx.runs[int(history.index[-streak])].created_at if streak else None,
+        failing_since=failing_since,
         verdict=verdict,
         changed=change.changed,
         classification=classify(fails, history.index, lookback=lookback, changes=changes),

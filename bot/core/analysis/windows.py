@@ -2,7 +2,7 @@
 regime, or the runs since a date.
 
 A metric's history is held as a :class:`Series` (numpy columns, extracted once per metric); every
-window is a suffix of it, found by binary search.
+window is a suffix of it, ``series.tail(window_start(series, spec))``, found by binary search.
 """
 
 from __future__ import annotations
@@ -26,7 +26,6 @@ __all__ = [
     "IntArray",
     "Series",
     "run_times",
-    "select_window",
     "series_of",
     "window_start",
 ]
@@ -89,16 +88,3 @@ def window_start(series: Series, spec: WindowSpec, *, regime_start: datetime | N
     if cutoff is None:
         return 0
     return int(np.searchsorted(series.times, cutoff, side="left"))
-
-
-def select_window(
-    runs: Sequence[Run], metric: str, spec: WindowSpec, *, regime_start: datetime | None = None
-) -> tuple[list[Run], WindowInfo]:
-    """The runs of the window ``spec`` that have ``metric`` (``runs``: finished, oldest first).
-
-    ``last`` takes the last N runs having the metric; ``regime`` those since ``regime_start``
-    (all when None); ``since`` those created on or after the date (UTC).
-    """
-    series = series_of(runs, metric)
-    window = series.tail(window_start(series, spec, regime_start=regime_start))
-    return [runs[int(i)] for i in window.index], window.info(spec, runs)

@@ -1,0 +1,1 @@
+"""The review as people read it: PR comment, check-run output, JSON and terminal table."""

@@ -55,11 +55,6 @@ def code(value: object) -> Markdown:
     return Markdown(f"<code>{escape(value)}</code>")
 
 
-def bold(value: object) -> Markdown:
-    """Escaped text in bold."""
-    return Markdown(f"**{escape(value)}**")
-
-
 def join(items: Iterable[object], separator: str = ", ") -> Markdown:
     """Items joined by ``separator`` (itself trusted); items not yet Markdown are escaped."""
     return Markdown(separator.join(escape(item) for item in items))
@@ -80,13 +75,6 @@ def link(text: object, url: str | None) -> Markdown:
     if target is None:
         return label
     return Markdown(f"[{label}]({target})")
-
-
-def details(summary: object, body: str) -> Markdown:
-    """A folded ``<details>`` block around trusted ``body`` (blank lines keep it Markdown)."""
-    return Markdown(
-        f"<details><summary>{escape(summary)}</summary>\n\n{body.strip()}\n\n</details>"
-    )
 
 
 def truncate(text: str, limit: int, notice: str) -> str:

@@ -6,7 +6,7 @@ from rich.table import Table
 from rich.text import Text
 
 from bot.core.models import Review
-from bot.core.render.review import gate_row, verdict_counts
+from bot.core.render.view import gate_row, verdict_counts
 
 COLUMNS = (
     "gate",

@@ -5,7 +5,8 @@ from __future__ import annotations
 from bot.core.models import Gate, GateChange, ThresholdFile
 
 
-def _key(gate: Gate) -> tuple[str, str, str]:
+def _identity(gate: Gate) -> tuple[str, str, str]:
+    """What makes a gate the same gate at base and head: its name, metric and operator."""
     return gate.name, gate.metric, gate.op
 
 
@@ -18,18 +19,20 @@ def diff_gates(base: ThresholdFile | None, head: ThresholdFile) -> list[GateChan
     """
     if base is None:
         return [GateChange(head=g) for g in head.gates]
-    exact = {_key(g): g for g in base.gates}
-    head_keys = {_key(g) for g in head.gates}
+    exact = {_identity(g): g for g in base.gates}
+    head_keys = {_identity(g) for g in head.gates}
     leftover: dict[str, list[Gate]] = {}
     for gate in base.gates:
-        if _key(gate) not in head_keys:
+        if _identity(gate) not in head_keys:
             leftover.setdefault(gate.name, []).append(gate)
     changes = []
     for gate in head.gates:
-        match = exact.get(_key(gate))
+        match = exact.get(_identity(gate))
         if match is None:
             candidates = leftover.get(gate.name, [])
-            heads_of_name = [g for g in head.gates if g.name == gate.name and _key(g) not in exact]
+            heads_of_name = [
+                g for g in head.gates if g.name == gate.name and _identity(g) not in exact
+            ]
             match = candidates[0] if len(candidates) == 1 and len(heads_of_name) == 1 else None
         changes.append(GateChange(head=gate, base=match))
     return changes
@@ -40,5 +43,5 @@ def removed_gates(base: ThresholdFile | None, head: ThresholdFile | None) -> lis
     if base is None:
         return []
     changes = diff_gates(base, head) if head else []
-    matched = {_key(c.base) for c in changes if c.base is not None}
-    return [g for g in base.gates if _key(g) not in matched]
+    matched = {_identity(c.base) for c in changes if c.base is not None}
+    return [g for g in base.gates if _identity(g) not in matched]

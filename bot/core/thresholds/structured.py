@@ -69,7 +69,7 @@ def split_key(key: str) -> list[str]:
     return parts
 
 
-def _step(container: Any, part: str, done: list[str]) -> Any:
+def _descend(container: Any, part: str, done: list[str]) -> Any:
     """One key path step into a mapping or list; ``_Missing`` names where it stops."""
     if isinstance(container, Mapping) and part in container:
         done.append(part)
@@ -165,8 +165,8 @@ def _toml_scalar(path: str, text: str, parts: list[str]) -> Scalar:
     done: list[str] = []
     parent: Any = doc
     for part in parts[:-1]:
-        parent = _step(parent, part, done)
-    item = _step(parent, parts[-1], done)
+        parent = _descend(parent, part, done)
+    item = _descend(parent, parts[-1], done)
     if not isinstance(item, Integer | Float | String):
         raise _Missing(f"{'.'.join(parts)} is {str(item)[:40]!r}, not a number")
     raw = item.as_string()
@@ -199,7 +199,7 @@ def _literal(path: str, text: str, key: str, scalar: Scalar) -> tuple[str, int, 
 def _locate(path: str, text: str, parts: list[str], tree: Any) -> Scalar:
     node, done = tree, list[str]()
     for part in parts:
-        node = _step(node, part, done)
+        node = _descend(node, part, done)
     if not isinstance(node, Scalar):
         kind = "mapping" if isinstance(node, dict) else "list"
         raise _Missing(f"{'.'.join(parts)} is a {kind}, not a number")

@@ -75,7 +75,7 @@ def plan(
     found = read_thresholds(gh, repo, pull)
     rule = rule_for(command, found.config.rule)
     found = replace(found, config=found.config.model_copy(update={"rule": rule}))
-    review = _review(gh, repo, pull, found, remote_history)
+    review = _attributed_review(gh, repo, pull, found, remote_history)
     texts: dict[str, str] = {}
     plans: list[FilePlan] = []
     for tf in found.files:
@@ -97,7 +97,7 @@ def plan(
     return result, texts
 
 
-def _review(
+def _attributed_review(
     gh: GitHubAPI,
     repo: str,
     pull: PullInfo,

@@ -21,7 +21,7 @@ from bot.features.payloads import RequestedActionEvent
 from bot.features.respond import audit_once, permitted, refuse, reply
 from bot.features.review.approval import approval_not_applied, gate_values
 from bot.features.review.check_run import is_ours, pull_number
-from bot.features.review.handlers import run_review
+from bot.features.review.handlers import review_for_delivery
 from bot.features.review.pull import APPROVE, ReviewOutcome, read_thresholds
 
 router = Router[HandlerContext]()
@@ -69,7 +69,7 @@ def on_requested_action(ctx: HandlerContext, payload: dict[str, Any]) -> None:
                 approver=user,
                 gate_values=values,
             )
-    outcome = run_review(ctx, repo, number)
+    outcome = review_for_delivery(ctx, repo, number)
     reason = not_applied(outcome, run.head_sha)
     if reason is not None:
         reply(ctx, gh, repo, number, "approve", approval_not_applied(user, reason))

@@ -13,7 +13,7 @@ from bot.adapters.github.api import CHECK_NAME
 from bot.core.routing import Router
 from bot.features.context import HandlerContext
 from bot.features.payloads import CheckRun, CheckRunEvent
-from bot.features.review.handlers import run_review
+from bot.features.review.handlers import review_for_delivery
 
 
 def is_ours(ctx: HandlerContext, run: CheckRun) -> bool:
@@ -51,4 +51,4 @@ def on_rerequested(ctx: HandlerContext, payload: dict[str, Any]) -> None:
             "check run %d: no open PR for %s", event.check_run.id, event.check_run.head_sha
         )
         return
-    run_review(ctx, event.repository.full_name, number)
+    review_for_delivery(ctx, event.repository.full_name, number)

@@ -1,7 +1,7 @@
 """``pull_request`` events: review the PR on every change; forget it when it closes.
 
 ``opened`` / ``synchronize`` / ``reopened`` / ``ready_for_review`` run the review
-(drafts included: see ``bot.features.review.pull``).  ``run_review`` is shared with the
+(drafts included: see ``bot.features.review.pull``).  ``review_for_delivery`` is shared with the
 ``check_run`` handler; it also records PRs whose review reads remote history
 (W&B …) so that the periodic re-check (``bot.features.review.recheck``) can re-review them.
 """
@@ -27,7 +27,7 @@ router = Router[HandlerContext]()
 def on_pull_request(ctx: HandlerContext, payload: dict[str, Any]) -> None:
     """Review the PR (comment + check run) when it opens or its head moves."""
     event = PullRequestEvent.model_validate(payload)
-    run_review(ctx, event.repository.full_name, event.pull_request.number)
+    review_for_delivery(ctx, event.repository.full_name, event.pull_request.number)
 
 
 @router.register("pull_request", "closed")
@@ -38,7 +38,7 @@ def on_closed(ctx: HandlerContext, payload: dict[str, Any]) -> None:
         tracked.untrack(session, event.repository.full_name, event.pull_request.number)
 
 
-def run_review(ctx: HandlerContext, repo: str, number: int) -> ReviewOutcome:
+def review_for_delivery(ctx: HandlerContext, repo: str, number: int) -> ReviewOutcome:
     """Review PR ``number`` of ``repo`` as this delivery's installation, and log the result."""
     gh = ctx.installation_client()
     installation = ctx.delivery.installation_id or 0

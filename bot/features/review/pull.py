@@ -245,7 +245,8 @@ def publish(
     """Post (or edit) the marked comment, then complete the check run on the head SHA.
 
     A maintainer's ``approval`` of exactly the head's gate values turns an
-    ``action_required`` check into ``success`` naming the approver (``bot.features.review.approval``).
+    ``action_required`` check into ``success`` naming the approver
+    (``bot.features.review.approval``).
     A threshold file the head leaves unreadable cannot be approved away: its gates are
     unknown, so there is no Approve button and a stored approval does not apply.
     """

@@ -6,7 +6,7 @@
   the same host, sharing the embedded queue file).
 
 Both read the settings first and stop with one line naming a missing or invalid
-variable (exit status 2).  ``python -m bot.app.serve serve|worker`` works without the
+variable (exit status 2).  ``python -m bot.cli.serve serve|worker`` works without the
 main CLI.
 """
 
@@ -27,7 +27,7 @@ from bot.app import logs
 from bot.app.runtime import build
 from bot.app.web import create_app
 
-log = logging.getLogger("bot.app.serve")
+log = logging.getLogger("bot.cli.serve")
 
 SWITCH_INTERVAL = 0.001  # seconds; see serve_command
 
@@ -94,7 +94,7 @@ def worker_command() -> None:
 
 
 def main() -> None:
-    """Entry point of ``python -m bot.app.serve``."""
+    """Entry point of ``python -m bot.cli.serve``."""
     cli = typer.Typer(add_completion=False, no_args_is_help=True)
     cli.command("serve")(serve_command)
     cli.command("worker")(worker_command)

@@ -1,0 +1,56 @@
+"""How the command line fails: one line on stderr, ``threshold-bot: error: …``, never a traceback.
+
+Bad input or usage exits with status 2 (``UsageProblem``, or click's usage errors).
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Sequence
+from typing import Any, NoReturn
+
+import typer
+from typer.core import TyperGroup
+
+PROG = "threshold-bot"
+
+
+class UsageProblem(Exception):
+    """Bad input or usage: reported on one line, exit status 2."""
+
+
+class OneLineErrors(TyperGroup):
+    """Usage errors (unknown option, missing value...) as one line on stderr, status 2."""
+
+    def main(
+        self,
+        args: Sequence[str] | None = None,
+        prog_name: str | None = None,
+        complete_var: str | None = None,
+        standalone_mode: bool = True,
+        windows_expand_args: bool = True,
+        **extra: Any,
+    ) -> Any:
+        try:
+            result = super().main(
+                args, prog_name, complete_var, False, windows_expand_args, **extra
+            )
+        except typer.Abort:
+            if not standalone_mode:
+                raise
+            fail("aborted", 1)
+        except typer.TyperException as exc:  # click's usage errors, as vendored by typer
+            if not standalone_mode:
+                raise
+            format_message = getattr(exc, "format_message", None)
+            message = format_message() if callable(format_message) else str(exc)
+            fail(f"{message} (see '{PROG} --help')", getattr(exc, "exit_code", 2))
+        if standalone_mode:
+            sys.exit(result if isinstance(result, int) else 0)
+        return result
+
+
+def fail(message: str, status: int = 2) -> NoReturn:
+    text = " ".join(message.split())
+    print(f"{PROG}: error: {text}", file=sys.stderr)
+    sys.exit(status)

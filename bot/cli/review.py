@@ -1,0 +1,278 @@
+"""``threshold-bot review``: the review of a threshold file, read from disk, printed.
+
+An imperative shell around the pure analysis: read the config, the threshold file(s) and
+the run history (a file, or W&B), build the review, print it as the PR comment
+(``--format markdown``), JSON (docs/json-review.md) or a terminal table.  See docs/cli.md.
+"""
+
+from __future__ import annotations
+
+import sys
+from enum import StrEnum
+from pathlib import Path
+from typing import Annotated
+from urllib.parse import urlsplit
+
+import typer
+from pydantic import ValidationError
+from rich.console import Console
+
+from bot.adapters.github.app import DEFAULT_API_URL, token_client
+from bot.adapters.history.files import read_history
+from bot.adapters.settings import SettingsError
+from bot.cli.errors import UsageProblem, fail
+from bot.core.analysis.review import build_review, unavailable_review
+from bot.core.config import ConfigError, RepoConfig, parse_config
+from bot.core.history.sources import HistoryError, HistoryNotFound
+from bot.core.models import (
+    GateChange,
+    History,
+    Review,
+    RuleSettings,
+    ThresholdFile,
+    UnboundVariable,
+)
+from bot.core.render.review import render_comment, render_json
+from bot.core.render.terminal import review_table
+from bot.core.thresholds.diff import diff_gates
+from bot.core.thresholds.discover import find_gates
+from bot.core.thresholds.errors import ThresholdFileError
+from bot.features.review.attribution import attribute
+
+
+class OutputFormat(StrEnum):
+    """What ``review`` prints."""
+
+    markdown = "markdown"
+    json = "json"
+
+
+class FailOn(StrEnum):
+    """Review conclusions that ``--fail-on`` turns into exit status 1."""
+
+    action_required = "action_required"
+    neutral = "neutral"
+
+
+# --------------------------------------------------------------------------- the shell
+
+
+def _read_text(path: Path, what: str) -> str:
+    try:
+        return path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise UsageProblem(f"{what} {path}: no such file") from None
+    except IsADirectoryError:
+        raise UsageProblem(f"{what} {path}: is a directory") from None
+    except UnicodeDecodeError:
+        raise UsageProblem(f"{what} {path}: not UTF-8 text") from None
+    except OSError as exc:
+        raise UsageProblem(f"{what} {path}: cannot be read ({exc.strerror})") from None
+
+
+def read_config(path: Path | None) -> RepoConfig:
+    """The repository config at ``path`` (defaults without one)."""
+    if path is None:
+        return RepoConfig()
+    try:
+        return parse_config(_read_text(path, "config"), str(path))
+    except ConfigError as exc:
+        raise UsageProblem(str(exc)) from None
+
+
+def rule_settings(config: RepoConfig, window: str | None, allowance: float | None) -> RuleSettings:
+    """The config's rule with the command-line overrides applied and validated."""
+    overrides: dict[str, object] = {}
+    if window is not None:
+        overrides["window"] = window
+    if allowance is not None:
+        overrides["allowance"] = allowance
+    try:
+        return RuleSettings.model_validate(config.rule.model_dump() | overrides)
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        where = ".".join(str(p) for p in err["loc"]) or "rule"
+        message = str(err["msg"]).removeprefix("Value error, ")
+        raise UsageProblem(f"--{where}: {message}") from None
+
+
+def _threshold_file(path: Path, label: str, config: RepoConfig) -> ThresholdFile | None:
+    try:
+        return find_gates(label, _read_text(path, "threshold file"), config)
+    except ThresholdFileError as exc:
+        raise UsageProblem(str(exc)) from None
+
+
+def read_gate_changes(
+    file: Path, base: Path | None, config: RepoConfig, label: str | None = None
+) -> tuple[list[GateChange], tuple[UnboundVariable, ...]]:
+    """The gates of ``file`` against ``base`` (none: an audit, every gate unchanged)."""
+    name = label or file.as_posix()
+    head = _threshold_file(file, name, config)
+    if head is None or not head.gates:
+        unbound = ", ".join(u.name for u in head.unbound) if head else ""
+        hint = f" ({unbound}: not used in a '<metric> <op> $NAME' comparison)" if unbound else ""
+        raise UsageProblem(f"{name}: no threshold gates found{hint}")
+    if base is None:
+        return diff_gates(head, head), head.unbound
+    return diff_gates(_threshold_file(base, name, config), head), head.unbound
+
+
+def review_files(
+    history_path: Path | History,
+    file: Path,
+    base: Path | None = None,
+    *,
+    config: RepoConfig | None = None,
+    rule: RuleSettings | None = None,
+    skip_bad_lines: bool = False,
+    label: str | None = None,
+) -> Review:
+    """Review the threshold ``file`` (as proposed; ``base`` before the change) against the
+    history (a file path, or runs already read).  ``label`` is the file's repository path
+    (default: ``file`` as given)."""
+    config = config or RepoConfig()
+    changes, unbound = read_gate_changes(file, base, config, label)
+    if isinstance(history_path, History):
+        history = history_path
+    else:
+        try:
+            history = read_history(history_path, skip_bad_lines=skip_bad_lines)
+        except HistoryError as exc:
+            raise UsageProblem(str(exc)) from None
+    return build_review(
+        changes,
+        history,
+        rule=rule or config.rule,
+        regime_settings=config.regimes,
+        unbound=unbound,
+    )
+
+
+def _review_from_history(
+    history: Path | None,
+    wandb: str | None,
+    file: Path,
+    base: Path | None,
+    config: RepoConfig,
+    rule: RuleSettings,
+    skip_bad_lines: bool,
+) -> Review:
+    """The review of the CLI: history from a file, or from W&B (an outage gives ``neutral``)."""
+    if (history is None) == (wandb is None):
+        raise UsageProblem("give exactly one of --history FILE and --wandb ENTITY/PROJECT")
+    if history is not None:
+        return review_files(
+            history, file, base, config=config, rule=rule, skip_bad_lines=skip_bad_lines
+        )
+    from bot.adapters.history.sync import wandb_history
+
+    changes, unbound = read_gate_changes(file, base, config)
+    try:
+        runs = wandb_history(str(wandb), spec=config.source(None))
+    except (ValueError, HistoryNotFound, SettingsError) as exc:
+        raise UsageProblem(str(exc)) from None
+    except HistoryError as exc:
+        return unavailable_review(changes, str(exc), rule=rule, unbound=unbound)
+    return build_review(changes, runs, rule=rule, regime_settings=config.regimes, unbound=unbound)
+
+
+def _attribute(review: Review, repo: str, token: str | None, api_url: str) -> Review:
+    """Link regime changes to the PRs of ``repo`` (``--repo``), reading GitHub with ``token``."""
+    if not token:
+        raise UsageProblem("--repo needs a GitHub token: set GITHUB_TOKEN or --github-token")
+    if repo.count("/") != 1 or not all(repo.split("/")):
+        raise UsageProblem(f"--repo {repo!r}: expected OWNER/NAME")
+    return attribute(token_client(token, base_url=api_url), repo, review)
+
+
+def web_url(api_url: str, repo: str) -> str:
+    """The web address of ``repo`` for an API base URL (github.com or Enterprise Server)."""
+    parts = urlsplit(api_url)
+    if parts.hostname == "api.github.com":
+        return f"https://github.com/{repo}"
+    root = parts.path.rstrip("/").removesuffix("/api/v3")
+    return f"{parts.scheme}://{parts.netloc}{root}/{repo}"
+
+
+# --------------------------------------------------------------------------- commands
+
+
+def review_command(
+    file: Annotated[Path, typer.Option(help="The threshold file as the PR proposes it.")],
+    history: Annotated[
+        Path | None, typer.Option(help="Run history: a .jsonl or .csv file.")
+    ] = None,
+    wandb: Annotated[
+        str | None,
+        typer.Option(help="Read the history from W&B instead: ENTITY/PROJECT (WANDB_* settings)."),
+    ] = None,
+    base: Annotated[
+        Path | None, typer.Option(help="The same file before the PR (omit: audit the file).")
+    ] = None,
+    config: Annotated[
+        Path | None, typer.Option(help="Repository config (.github/threshold-bot.yml).")
+    ] = None,
+    window: Annotated[
+        str | None, typer.Option(help="Runs the rule looks at: N, 'regime' or since:YYYY-MM-DD.")
+    ] = None,
+    allowance: Annotated[
+        float | None, typer.Option(help="Allowance of the limit rule (default 0.05).")
+    ] = None,
+    output_format: Annotated[
+        OutputFormat | None,
+        typer.Option("--format", help="markdown (the PR comment) or json. Default: markdown."),
+    ] = None,
+    output: Annotated[Path | None, typer.Option(help="Write the review to this file.")] = None,
+    fail_on: Annotated[
+        FailOn | None, typer.Option(help="Exit 1 when the review's conclusion is this.")
+    ] = None,
+    skip_bad_lines: Annotated[
+        bool, typer.Option(help="Skip (and count) malformed history lines.")
+    ] = False,
+    repo: Annotated[
+        str | None,
+        typer.Option(help="OWNER/NAME: link regime changes to the PRs merged there (GitHub)."),
+    ] = None,
+    github_token: Annotated[
+        str | None,
+        typer.Option(envvar="GITHUB_TOKEN", help="Token for --repo.", show_default=False),
+    ] = None,
+    github_api_url: Annotated[
+        str, typer.Option(envvar="GITHUB_API_URL", help="GitHub REST base URL (Enterprise).")
+    ] = DEFAULT_API_URL,
+) -> None:
+    """Review a threshold file against a run history."""
+    try:
+        repo_config = read_config(config)
+        rule = rule_settings(repo_config, window, allowance)
+        result = _review_from_history(history, wandb, file, base, repo_config, rule, skip_bad_lines)
+        repo_url = None
+        if repo is not None:
+            result = _attribute(result, repo, github_token, github_api_url)
+            repo_url = web_url(github_api_url, repo)
+        if output_format is None and output is None and sys.stdout.isatty():
+            Console().print(review_table(result))
+        else:
+            fmt = output_format or OutputFormat.markdown
+            text = (
+                render_json(result)
+                if fmt is OutputFormat.json
+                else render_comment(result, repo_url=repo_url, app_mode=True)
+            )
+            _write(text, output)
+    except UsageProblem as exc:
+        fail(str(exc))
+    if fail_on is not None and result.conclusion == fail_on.value:
+        raise typer.Exit(1)
+
+
+def _write(text: str, output: Path | None) -> None:
+    if output is None:
+        sys.stdout.write(text)
+        sys.stdout.flush()
+        return
+    try:
+        output.write_text(text, encoding="utf-8")
+    except OSError as exc:
+        raise UsageProblem(f"--output {output}: cannot be written ({exc.strerror})") from None

@@ -1,0 +1,283 @@
+"""The view model of a review: every table row, headline and phrase, ready to print.
+
+Pure functions over ``bot.core.models.Review``; the templates (``bot.core.render.review``)
+only lay these out.  Outside text is escaped or wrapped in trusted ``Markdown`` here.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+from bot.core.analysis.review import ACTION_VERDICTS
+from bot.core.formatting import (
+    at_decimals,
+    day_month_year,
+    decimals_range,
+    plural,
+    significant_no_exponent,
+)
+from bot.core.models import Change, GateReview, Regime, Review, WindowInfo
+from bot.core.render.markdown import Markdown, code, escape, join, link
+
+MOVED_METRICS = 2  # ungated metrics that moved most, shown in the regime table
+MAX_EXTRA_METRICS = 4  # ungated metric columns at most
+MAX_PULLS = 4  # PRs named per regime change (the newest)
+
+OP_SIGNS = {">=": "≥", ">": ">", "<=": "≤", "<": "<"}
+VERDICT_WORDS = {
+    "ok": "ok",
+    "unchanged": "unchanged",
+    "too_tight": "too tight",
+    "looser_than_rule": "looser than the rule",
+    "unchanged_failing": "failing, unchanged",
+    "no_data": "no data",
+}
+VERDICT_ICONS = {
+    "ok": "✅",
+    "unchanged": "✅",
+    "too_tight": "❌",
+    "looser_than_rule": "⚠️",
+    "unchanged_failing": "❌",
+    "no_data": "❔",
+}
+
+
+def _short(sha: str | None) -> str:
+    return (sha or "?")[:7]
+
+
+@dataclass(frozen=True)
+class GateRow:
+    """One gate, with every cell of its table row ready to print."""
+
+    gate: GateReview
+    op: str
+    change: Markdown
+    rule: str
+    window: str
+    old_fails: Markdown
+    new_fails: Markdown
+    verdict: str
+
+
+@dataclass(frozen=True)
+class RegimeRow:
+    """One regime: its period, size, medians and the change that started it."""
+
+    period: str
+    runs: int
+    medians: tuple[Markdown, ...]
+    started_by: Markdown
+
+
+def _fails(failed: int, total: int) -> Markdown:
+    if total == 0:
+        return Markdown("—")
+    return Markdown(f"**{failed}**/{total}" if failed else f"0/{total}")
+
+
+def gate_row(g: GateReview) -> GateRow:
+    """The cells of ``g``'s row in the gates table."""
+    old, new = at_decimals(g.old, g.decimals), at_decimals(g.proposed, g.decimals)
+    if not g.changed:
+        change = Markdown(old)
+    elif g.old == g.proposed:
+        change = Markdown(f"**{new}** (new)")
+    else:
+        change = Markdown(f"{old} → **{new}**")
+    spread = "—"
+    if g.window_min is not None and g.window_max is not None:
+        spread = decimals_range(g.window_min, g.window_max, g.decimals)
+    return GateRow(
+        gate=g,
+        op=OP_SIGNS[g.op],
+        change=change,
+        rule=at_decimals(g.recomputed, g.decimals),
+        window=spread,
+        old_fails=_fails(g.old_failures.failed, g.old_failures.total),
+        new_fails=_fails(g.proposed_failures.failed, g.proposed_failures.total),
+        verdict=f"{VERDICT_ICONS[g.verdict]} {VERDICT_WORDS[g.verdict]}",
+    )
+
+
+def _pull_link(number: int, review: Review, repo_url: str | None) -> Markdown:
+    ref = review.pulls.get(number)
+    url = (ref.url if ref and ref.url else None) or (
+        f"{repo_url.rstrip('/')}/pull/{number}" if repo_url else None
+    )
+    label = link(Markdown(f"#{number}"), url)
+    return Markdown(f"{label} {escape(ref.title, 120)}") if ref and ref.title else label
+
+
+def _started_by(change: Change, review: Review, repo_url: str | None) -> Markdown:
+    if change.pulls:
+        shown = [_pull_link(n, review, repo_url) for n in change.pulls[-MAX_PULLS:]]
+        more = len(change.pulls) - len(shown)
+        return Markdown(", ".join(shown) + (f" and {more} earlier" if more else ""))
+    commits = f"{_short(change.before_commit)}…{_short(change.after_commit)}"
+    if repo_url and change.before_commit and change.after_commit:
+        url = f"{repo_url.rstrip('/')}/compare/{change.before_commit}...{change.after_commit}"
+        return link(commits, url)
+    if change.before_commit or change.after_commit:
+        return code(commits)
+    return Markdown("—")
+
+
+def _move_size(change: Change, metric: str) -> float:
+    """How far ``metric`` moved at ``change``: in noise units, else its relative change."""
+    shift = change.metrics[metric]
+    return shift.sigma if shift.sigma is not None else abs(shift.relative or 0.0)
+
+
+def regime_metrics(review: Review, extra: int = MOVED_METRICS) -> list[str]:
+    """Columns of the regime table: the gated metrics; for each change that moved none of
+    them, the metric it moved most; then the ungated metrics that moved most, up to ``extra``
+    of these, and never more than ``MAX_EXTRA_METRICS`` in all."""
+    present = {m for r in review.regimes for m in r.medians}
+    columns = [m for m in dict.fromkeys(g.metric for g in review.gates) if m in present]
+    added: list[str] = []
+    for change in review.changes:
+        moved = [m for m in change.metrics if m in present]
+        if moved and not any(m in columns or m in added for m in moved):
+            added.append(max(moved, key=lambda m: _move_size(change, m)))
+    effects: dict[str, float] = {}
+    for change in review.changes:
+        for metric in change.metrics:
+            effects[metric] = max(effects.get(metric, 0.0), _move_size(change, metric))
+    ranked = sorted(effects, key=lambda m: (-effects[m], m))
+    for metric in ranked:
+        if len(added) >= extra:
+            break
+        if metric in present and metric not in columns and metric not in added:
+            added.append(metric)
+    return columns + added[:MAX_EXTRA_METRICS]
+
+
+def regime_rows(review: Review, metrics: Sequence[str], repo_url: str | None) -> list[RegimeRow]:
+    """One row per regime, oldest first: period, runs, the medians of ``metrics`` (bold
+    where the change that started it moved them) and the PRs or commits of that change."""
+    rows: list[RegimeRow] = []
+    for i, regime in enumerate(review.regimes):
+        change = review.changes[i - 1] if 0 < i <= len(review.changes) else None
+        moved = change.metrics if change else {}
+        medians = tuple(_median(regime, m, m in moved) for m in metrics)
+        rows.append(
+            RegimeRow(
+                period=f"{day_month_year(regime.start)} – {day_month_year(regime.end)}",
+                runs=regime.runs,
+                medians=medians,
+                started_by=_started_by(change, review, repo_url) if change else Markdown("—"),
+            )
+        )
+    return rows
+
+
+def _median(regime: Regime, metric: str, moved: bool) -> Markdown:
+    if metric not in regime.medians:
+        return Markdown("—")
+    text = significant_no_exponent(regime.medians[metric])
+    return Markdown(f"**{text}**" if moved else text)
+
+
+def headline(review: Review) -> Markdown:
+    """The one-line verdict that opens the comment."""
+    gates = review.gates
+    if review.conclusion == "neutral":
+        reason = escape(review.error or "the run history could not be read", 300)
+        return Markdown(f"⚪ **Not reviewed:** the run history could not be read ({reason}).")
+    if not gates:
+        return Markdown("✅ **No threshold gates** in this change: nothing to review.")
+    flagged = [g for g in gates if g.verdict in ACTION_VERDICTS]
+    if flagged:
+        if len(flagged) <= 3:
+            what = ", ".join(f"{code(g.name)} {VERDICT_WORDS[g.verdict]}" for g in flagged)
+        else:
+            counts = verdict_counts(flagged)
+            what = ", ".join(f"{n} {VERDICT_WORDS[v]}" for v, n in counts.items())
+        noun = "gate needs" if len(flagged) == 1 else "gates need"
+        return Markdown(
+            f"❌ **Action required:** {len(flagged)} of {len(gates)} {noun} attention ({what})."
+        )
+    missing = sum(g.verdict == "no_data" for g in gates)
+    fit = len(gates) - missing
+    text = f"✅ **No action needed:** {plural(fit, 'gate')} fit the recent runs"
+    if missing:
+        names = join(code(g.name) for g in gates if g.verdict == "no_data")
+        text += f"; {missing} without data ({names})"
+    return Markdown(text + ".")
+
+
+def _window_phrase(info: WindowInfo, review: Review) -> str:
+    spec = review.rule.window
+    if spec.kind == "last":
+        what = f"the last {plural(spec.runs, 'finished run')} with the metric"
+    elif spec.kind == "regime":
+        what = "the finished runs since the metric's latest regime change"
+    else:
+        what = f"the finished runs since {day_month_year(spec.since)}"
+    if info.runs and info.first and info.last:
+        count = "" if spec.kind == "last" and info.runs == spec.runs else f"{info.runs} runs, "
+        what += f" ({count}{day_month_year(info.first)} – {day_month_year(info.last)})"
+    return what
+
+
+def window_groups(review: Review) -> list[tuple[str, list[str]]]:
+    """Each distinct window used, with the gates that used it."""
+    groups: dict[str, list[str]] = {}
+    for g in review.gates:
+        groups.setdefault(_window_phrase(g.window, review), []).append(g.name)
+    return list(groups.items())
+
+
+def history_phrase(review: Review) -> str:
+    """The history's runs by state and what was ignored: ``332 runs: 318 finished, ...``."""
+    stats = review.history
+    parts = [f"{stats.finished} finished"] + [
+        f"{n} {state}" for state, n in sorted(stats.by_state.items()) if state != "finished" and n
+    ]
+    text = f"{plural(stats.total, 'run')}: {', '.join(parts)}"
+    ignored = [
+        (stats.non_finite_values, "non-finite value"),
+        (stats.non_numeric_values, "non-numeric value"),
+        (stats.duplicate_ids, "duplicate run id"),
+        (stats.skipped_lines, "malformed line"),
+    ]
+    notes = [plural(n, word) for n, word in ignored if n]
+    if notes:
+        text += f"; ignored {', '.join(notes)}"
+    return text
+
+
+def rule_values(review: Review, *, flagged_only: bool) -> list[tuple[GateReview, str]]:
+    """Gates whose rule value differs from the proposed one, with that value formatted
+    (what ``/rebaseline`` would write); ``flagged_only``: only gates that need action."""
+    values = []
+    for g in review.gates:
+        if g.recomputed is None or (flagged_only and g.verdict not in ACTION_VERDICTS):
+            continue
+        value = at_decimals(g.recomputed, g.decimals)
+        if value != at_decimals(g.proposed, g.decimals):
+            values.append((g, value))
+    return values
+
+
+def verdict_counts(gates: Iterable[GateReview]) -> Counter[str]:
+    """How many gates got each verdict."""
+    return Counter(g.verdict for g in gates)
+
+
+def check_title(review: Review) -> str:
+    """The check run's title, untruncated: ``2 of 5 gates need attention``."""
+    gates = review.gates
+    if review.conclusion == "neutral":
+        return "Run history unavailable"
+    if not gates:
+        return "No threshold gates"
+    flagged = sum(g.verdict in ACTION_VERDICTS for g in gates)
+    if flagged:
+        verb = "needs" if flagged == 1 else "need"
+        return f"{flagged} of {plural(len(gates), 'gate')} {verb} attention"
+    verb = "fits" if len(gates) == 1 else "fit"
+    return f"{plural(len(gates), 'gate')} {verb} the recent runs"
