@@ -89,7 +89,7 @@ def wandb_run(i: int, value: float, commit: str, state: str = "finished") -> Fak
 
 
 def rule_limit(window: list[float], decimals: int = 2, allowance: float = 0.05) -> float:
-    """The contract's lower-bound rule rounded down at ``decimals`` (enough for 2 sig. digits)."""
+    """The documented lower-bound rule rounded down at ``decimals`` (enough for 2 sig. digits)."""
     low = min(window)
     unrounded = low - allowance * abs(low)
     assert unrounded >= 0.1
@@ -208,7 +208,7 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[World]:
     with FakeGitHub() as github, serve(w_and_b) as wandb_url, pytest.MonkeyPatch.context() as mp:
         repo, commits, merged = arrange_github(github)
         values = arrange_wandb(w_and_b, commits)
-        # the operator's environment (contract section 7): names shared with the W&B client
+        # the operator's environment (docs/app-settings.md): names shared with the W&B client
         mp.setenv("WANDB_API_KEY", API_KEY)
         mp.setenv("WANDB_BASE_URL", wandb_url)
         mp.setenv("WANDB_ENTITY", ENTITY)

@@ -1,4 +1,4 @@
-"""Run history files: JSON Lines and CSV (contract section 1)."""
+"""Run history files: JSON Lines and CSV (docs/history-format.md)."""
 
 from __future__ import annotations
 

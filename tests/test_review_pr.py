@@ -2,7 +2,7 @@
 
 The history has two regimes (``eval/all/avg_score`` around 0.40, then around 0.56
 from run 20, the commit of merged PR #12); expected numbers are computed here from
-the generated runs with the contract's limit rule.
+the generated runs with the documented limit rule (docs/limit-rule.md).
 """
 
 from __future__ import annotations
@@ -68,7 +68,7 @@ def history_jsonl(commits: list[str], values: list[float]) -> str:
 
 
 def rule_limit(window: list[float], literal: str, allowance: float = 0.05) -> float:
-    """The contract's lower-bound limit rule, rounded down at the literal's decimals (p=2)."""
+    """The documented lower-bound limit rule, rounded down at the literal's decimals (p=2)."""
     decimals = len(literal.split(".")[1])
     low = min(window)
     unrounded = low - allowance * abs(low)

@@ -1,6 +1,6 @@
 """Settings of the running App, read from the environment or a ``.env`` file.
 
-Names follow the interface contract (section 7) and are shared with Probot and the
+Names are documented in docs/app-settings.md and are shared with Probot and the
 W&B client: ``APP_ID``, ``PRIVATE_KEY`` / ``PRIVATE_KEY_PATH``, ``WEBHOOK_SECRET``
 (comma-separated for rotation), ``GITHUB_API_URL``, ``DATABASE_URL``,
 ``WANDB_API_KEY`` / ``WANDB_BASE_URL`` / ``WANDB_ENTITY`` and ``REDIS_URL``.

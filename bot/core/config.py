@@ -1,7 +1,7 @@
 """The repository config, ``.github/threshold-bot.yml``: pydantic schema and loader.
 
 Everything is optional: with no config, shell scripts are discovered with no
-configuration and the rule defaults of the contract apply.
+configuration and the default rule applies (docs/configuration.md).
 """
 
 from __future__ import annotations

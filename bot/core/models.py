@@ -3,7 +3,7 @@
 The analysis (``bot.core.analysis``) is pure functions over these models; adapters
 (GitHub, W&B, the store) only build them or consume them.  Field names of
 ``GateReview``, ``Regime``, ``Change`` and ``Review`` follow the JSON review of
-the interface contract (section 5) and must stay stable.
+the JSON review (docs/json-review.md) and must stay stable.
 """
 
 from __future__ import annotations
@@ -36,7 +36,7 @@ class Frozen(BaseModel):
 
 
 def as_utc(value: datetime) -> datetime:
-    """Return ``value`` as an aware UTC datetime (naive means UTC, per the contract)."""
+    """Return ``value`` as an aware UTC datetime (naive means UTC, docs/history-format.md)."""
     if value.tzinfo is None:
         return value.replace(tzinfo=UTC)
     return value.astimezone(UTC)
@@ -288,7 +288,7 @@ class WindowInfo(Frozen):
 
 
 class GateReview(Frozen):
-    """The analysis of one gate (contract section 5, plus extra explanatory fields)."""
+    """The analysis of one gate (docs/json-review.md, plus explanatory fields)."""
 
     name: str
     file: str
@@ -306,7 +306,7 @@ class GateReview(Frozen):
     consecutive_failures: int
     failing_since: datetime | None
     verdict: Verdict
-    # extras beyond the contract
+    # extras beyond the documented JSON fields
     changed: bool = False
     classification: Classification = "passing"
     explanation: str = ""

@@ -11,6 +11,9 @@ died) lets another worker take it over.
 Timestamps are stored as naive UTC and returned as aware UTC.  The statements are
 built once with bound parameters (plain Core, no ORM unit of work) since they run
 for every delivery, and on SQLite the writes of one process take turns on a lock.
+
+Over the ~400-line guideline on purpose: every operation on the one table (intake,
+claim, lease, retry, recovery) shares those prepared statements and the write lock.
 """
 
 from __future__ import annotations

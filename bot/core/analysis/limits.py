@@ -1,4 +1,4 @@
-"""The limit rule of contract section 3: allowance below the min (above the max), rounded
+"""The limit rule (docs/limit-rule.md): allowance below the min (above the max), rounded
 toward the permissive side at the precision of the gate's literal (or 2 significant digits).
 
 Arithmetic is done in ``Decimal`` on the shortest decimal form of each float, so values read

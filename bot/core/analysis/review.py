@@ -1,4 +1,4 @@
-"""Assembly of a :class:`Review` from a PR's gates and a run history (contract section 5).
+"""Assembly of a :class:`Review` from a PR's gates and a run history (docs/json-review.md).
 
 Pure: no I/O. Each gated metric is extracted from the runs once, as numpy columns; regimes are
 detected once per history.
@@ -85,7 +85,7 @@ def verdict_of(
     decimals: int,
     op: Op,
 ) -> Verdict:
-    """The verdict table of contract section 5 for one gate.
+    """The verdict table (docs/limit-rule.md) for one gate.
 
     ``window``: failures of the proposed value in the window. A changed gate is
     ``looser_than_rule`` when it is more permissive than ``recomputed`` by more than one

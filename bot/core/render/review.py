@@ -113,7 +113,7 @@ def render_comment(
     app_mode: bool = False,
     approved: str | None = None,
 ) -> str:
-    """The PR comment (contract section 6), starting with the hidden marker.
+    """The PR comment (docs/pr-comment.md), starting with the hidden marker.
 
     ``app_mode`` words the "what to do" part for the App (``/rebaseline``, the approve
     button); otherwise it names the edits to make by hand.  ``approved`` is the note of a
@@ -137,6 +137,6 @@ def render_check(review: Review, *, repo_url: str | None = None) -> CheckOutput:
 
 
 def render_json(review: Review) -> str:
-    """The JSON review (contract section 5): the stable fields, plus explanatory extras."""
+    """The JSON review (docs/json-review.md): the stable fields, plus explanatory extras."""
     data = review.model_dump(mode="json")
     return json.dumps(data, indent=2, ensure_ascii=False, allow_nan=False) + "\n"

@@ -1,4 +1,4 @@
-"""Gates in shell scripts, found with no configuration (interface contract, section 2).
+"""Gates in shell scripts, found with no configuration (docs/threshold-files.md).
 
 A gate is a variable assigned a numeric literal exactly once in the file
 (``NAME=0.56``, ``export NAME="0.56"``, ``readonly NAME='0.56'``, ``declare -r NAME=.5``,
