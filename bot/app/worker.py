@@ -124,7 +124,7 @@ class Worker:
             ),
             github=self.github,
             history=self.history,
-            log=delivery_logger("bot.handlers", delivery.id, delivery.event),
+            log=delivery_logger("bot.features", delivery.id, delivery.event),
         )
         ran = self.router.dispatch(ctx.delivery.event, ctx.delivery.action, ctx, payload)
         return f"{ran} handler(s) ran" if ran else "ignored: no handler"

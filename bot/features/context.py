@@ -1,13 +1,13 @@
 """What every event handler receives: ``HandlerContext``.
 
-A handler is a plain function registered on the router for an event and actions::
+A handler is a plain function registered on its feature's router for an event and
+actions (``bot.app.routes`` composes the feature routers)::
 
-    from bot.features.context import HandlerContext
-    from bot.core.routing import router
+    router = Router[HandlerContext]()
 
     @router.register("pull_request", "opened", "synchronize", "reopened")
     def review_pull_request(ctx: HandlerContext, payload: dict[str, Any]) -> None:
-        gh = ctx.github(ctx.delivery.installation_id)
+        gh = ctx.installation_client()
         ...
 
 Handlers run on worker threads, at least once per delivery: a crash or a retry

@@ -1,9 +1,10 @@
 """``pull_request`` events: review the PR on every change; forget it when it closes.
 
 ``opened`` / ``synchronize`` / ``reopened`` / ``ready_for_review`` run the review
-(drafts included: see ``bot.features.review.pull``).  ``review_for_delivery`` is shared with the
-``check_run`` handler; it also records PRs whose review reads remote history
-(W&B …) so that the periodic re-check (``bot.features.review.recheck``) can re-review them.
+(drafts included: see ``bot.features.review.pull``).  ``review_for_delivery`` is what
+every feature calls to review a PR again (*Re-run*, ``retry``, approvals, ``/rebaseline``);
+it also records PRs whose review reads remote history (W&B …) so that the periodic
+re-check (``bot.features.review.recheck``) can re-review them.
 """
 
 from __future__ import annotations
