@@ -2,8 +2,8 @@
 
 The analysis (``bot.core.analysis``) is pure functions over these models; adapters
 (GitHub, W&B, the store) only build them or consume them.  Field names of
-``GateReview``, ``Regime``, ``Change`` and ``Review`` follow the JSON review of
-the JSON review (docs/json-review.md) and must stay stable.
+``GateReview``, ``Regime``, ``Change`` and ``Review`` follow the JSON review
+(docs/json-review.md) and must stay stable.
 """
 
 from __future__ import annotations
