@@ -11,6 +11,7 @@ import signal
 import sqlite3
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -120,6 +121,49 @@ def test_kill_9_while_queued_and_running_then_restart(tmp_path: Path, env: dict[
     assert code in (0, -signal.SIGTERM), log.read_text()[-3000:]
     assert "Application shutdown complete." in log.read_text()
     assert len(_effects(effects)[0]) == sum(runs.values())
+
+
+def test_a_restart_takes_over_the_killed_servers_jobs_without_waiting_for_the_lease(
+    tmp_path: Path, env: dict[str, str]
+) -> None:
+    lease = 600  # seconds: far longer than the test may take
+    effects = Path(env["CRASH_TEST_DB"])
+    log = tmp_path / "server.log"
+    env = {**env, "LEASE_SECONDS": str(lease)}
+    first = ServerProcess({**env, "CRASH_TEST_SECONDS": str(lease)}, tmp_path, log)
+    ids = []
+    with httpx.Client(base_url=first.url, timeout=30) as client:
+        for _ in range(WORKERS):
+            body, headers = signed(EVENT, fixture("push"), SECRET)
+            assert client.post("/webhook", content=body, headers=headers).status_code == 202
+            ids.append(headers["X-GitHub-Delivery"])
+    wait_until(lambda: len(_effects(effects)[0]) == WORKERS, what="every handler to start")
+    first.stop(signal.SIGKILL)
+
+    sessions = init_db(make_engine(env["DATABASE_URL"]))
+    held = [deliveries.get(sessions, d) for d in ids]
+    assert [(d.status, d.attempts) for d in held if d is not None] == [("running", 1)] * WORKERS
+
+    restarted = time.monotonic()
+    second = ServerProcess({**env, "CRASH_TEST_SECONDS": "0"}, tmp_path, log)
+    try:
+
+        def all_done() -> bool:
+            return all(
+                (d := deliveries.get(sessions, i)) is not None and d.status == "done" for i in ids
+            )
+
+        wait_until(all_done, timeout=lease / 10, what="the killed server's jobs to be taken over")
+        assert time.monotonic() - restarted < lease / 10
+        started, completed = _effects(effects)
+        assert completed == {d: 2 for d in ids}  # finished once each, by the second attempt
+        assert sorted(started) == sorted((d, attempt) for d in ids for attempt in (1, 2))
+        for delivery_id in ids:
+            stored = deliveries.get(sessions, delivery_id)
+            assert stored is not None and stored.attempts == 2
+    finally:
+        second.stop(signal.SIGTERM)
+    assert "taking over the deliveries of dead workers" in log.read_text()
 
 
 def test_worker_process_alone_finishes_stored_deliveries(

@@ -7,7 +7,9 @@ from the fake's state: the one marked comment, the check run and its buttons.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -22,7 +24,8 @@ from bot.core.history.sources import HistoryUnavailable
 from bot.core.models import History, SourceSpec
 from bot.core.render.review import MARKER
 from tests.fakes.github_api import FakeGitHub
-from tests.fakes.github_state import Repo
+from tests.fakes.github_shapes import Shapes
+from tests.fakes.github_state import Repo, blob_sha
 from tests.live import deliver_and_wait, live_server, make_settings
 from tests.test_review_pr import (
     CONFIG,
@@ -94,8 +97,9 @@ def arrange(fake: FakeGitHub) -> Repo:
     return repo
 
 
-@pytest.fixture
-def app(tmp_path: Path) -> Iterator[App]:
+@contextmanager
+def running_app(tmp_path: Path, **overrides: Any) -> Iterator[App]:
+    """The App (settings ``overrides``) serving the arranged repository of a fake GitHub."""
     with FakeGitHub() as fake:
         repo = arrange(fake)
         settings = make_settings(
@@ -103,6 +107,7 @@ def app(tmp_path: Path) -> Iterator[App]:
             app_id=fake.app_id,
             private_key=fake.private_key,
             github_api_url=fake.base_url,
+            **overrides,
         )
         runtime = build(
             settings, github=client_factory(settings), history=lambda spec: NoRemoteHistory()
@@ -110,6 +115,12 @@ def app(tmp_path: Path) -> Iterator[App]:
         with live_server(create_app(settings, runtime)) as url:
             yield App(url, fake, runtime, repo)
         fake.check()
+
+
+@pytest.fixture
+def app(tmp_path: Path) -> Iterator[App]:
+    with running_app(tmp_path) as running:
+        yield running
 
 
 def check_runs(app: App, sha: str) -> list[Any]:
@@ -166,7 +177,7 @@ def test_synchronize_edits_the_comment_and_checks_the_new_head(app: App) -> None
     assert len(app.fake.requests("POST", f"/repos/{REPO}/issues/7/comments")) == 1
 
 
-def test_history_unavailable_gives_a_neutral_check_and_says_how_to_retry(app: App) -> None:
+def test_history_unavailable_gives_a_check_that_says_how_to_retry(app: App) -> None:
     app.repo.commit("main", {CONFIG: FILE_SOURCE.replace(HISTORY, "ci/gone.jsonl")})
     pr = app.repo.open_pr(7, head="tune", head_files={SCRIPT: script("0.50")})
 
@@ -175,7 +186,8 @@ def test_history_unavailable_gives_a_neutral_check_and_says_how_to_retry(app: Ap
     (comment,) = app.repo.comments(7)
     assert "ci/gone.jsonl" in comment.body and "/threshold-bot retry" in comment.body
     (run,) = check_runs(app, pr.head_sha)
-    assert (run.conclusion, run.actions) == ("neutral", [])
+    # the PR changes a gate that could not be checked: not green, and nothing to approve
+    assert (run.conclusion, run.actions) == ("action_required", [])
 
 
 def test_5xx_on_the_comment_is_retried_without_a_duplicate(app: App) -> None:
@@ -215,3 +227,65 @@ def test_rerun_of_the_check_reviews_again(app: App) -> None:
     assert len(check_runs(app, pr.head_sha)) == 1 and len(app.repo.comments(7)) == 1
     after = app.fake.requests("PATCH", f"/repos/{REPO}/check-runs/{run.id}")
     assert len(after) == patches + 1
+
+
+# ----- history files GitHub's contents API does not serve in JSON (over 1 MB) ---------------
+MB = 1024 * 1024
+
+
+def pad_history(app: App, width: int = 40_000) -> int:
+    """Commit the history on main with every run padded by an ignored field; its size."""
+    runs = [json.loads(line) for line in (app.repo.file_at("main", HISTORY) or "").splitlines()]
+    text = "".join(json.dumps({**run, "notes": "x" * width}) + "\n" for run in runs)
+    app.repo.commit("main", {HISTORY: text}, message="Record CI runs with notes")
+    return len(text.encode())
+
+
+def test_a_history_file_over_1_mb_is_read_through_the_blob_api(app: App) -> None:
+    size = pad_history(app)
+    pr = app.repo.open_pr(7, head="tune", head_files={SCRIPT: script("0.55")})
+    failing = sum(v < 0.55 for v in scores()[-20:])
+
+    delivery = app.pull_event("opened", 7)
+
+    assert size > MB
+    assert (delivery.status, delivery.attempts) == ("done", 1), delivery.last_error
+    (comment,) = app.repo.comments(7)
+    assert "Action required" in comment.body and f"**{failing}**/20" in comment.body
+    (run,) = check_runs(app, pr.head_sha)
+    assert run.conclusion == "action_required"
+    blob = blob_sha(app.repo.file_at("main", HISTORY) or "")
+    assert [c.status for c in app.fake.requests("GET", f"/repos/{REPO}/git/blobs/{blob}")] == [200]
+
+
+def test_a_history_file_over_max_file_bytes_gives_a_review_saying_so(tmp_path: Path) -> None:
+    with running_app(tmp_path, max_file_bytes=MB) as app:
+        size = pad_history(app)
+        pr = app.repo.open_pr(7, head="tune", head_files={SCRIPT: script("0.55")})
+
+        delivery = app.pull_event("opened", 7)
+
+        assert delivery.status == "done", delivery.last_error
+        (comment,) = app.repo.comments(7)
+        reason = f"{HISTORY} is {size / MB:.1f} MB, over the limit of 1.0 MB (MAX\\_FILE\\_BYTES)"
+        assert reason in comment.body
+        (run,) = check_runs(app, pr.head_sha)
+        assert run.conclusion in ("neutral", "action_required")  # the gate was not checked
+        assert reason in run.output["summary"]
+        assert not [c for c in app.fake.requests("GET") if "/git/blobs/" in c.path]
+
+
+def test_github_refusing_the_history_file_gives_a_review_saying_so(app: App) -> None:
+    pr = app.repo.open_pr(7, head="tune", head_files={SCRIPT: script("0.55")})
+    refusal = Shapes.error(403, "Resource not accessible by integration")
+    app.fake.fail_next("GET", rf"/contents/{HISTORY}$", status=403, times=5, body=refusal)
+
+    delivery = app.pull_event("opened", 7)
+
+    assert (delivery.status, delivery.attempts) == ("done", 1), delivery.last_error
+    (comment,) = app.repo.comments(7)
+    assert "GitHub 403: Resource not accessible by integration" in comment.body
+    assert HISTORY in comment.body
+    (run,) = check_runs(app, pr.head_sha)
+    assert run.conclusion in ("neutral", "action_required")  # the gate was not checked
+    assert "GitHub 403" in run.output["summary"]

@@ -341,7 +341,9 @@ def test_approval_by_maintainer_survives_pushes_that_keep_the_gates(app: App) ->
     today = datetime.now(UTC).date().isoformat()
     assert approved.conclusion == "success" and approved.actions == []
     assert approved.output["title"] == f"Approved by @{MAINTAINER} on {today}"
-    assert approved.output["summary"].startswith(f"✅ Approved by @{MAINTAINER} on {today}.")
+    assert approved.output["summary"].startswith(
+        f"✅ **Approved by @&#8203;{MAINTAINER} on {today}** for <code>EVAL\\_ACC\\_MIN\\_VALUE"
+    )
     assert "gate needs attention" in approved.output["summary"]  # the review is kept below
     (review_comment,) = [c for c in app.repo.comments(21) if "threshold-bot:review" in c.body]
     assert f"Approved by @&#8203;{MAINTAINER} on {today}" in review_comment.body  # no mention

@@ -326,7 +326,8 @@ def test_wandb_outage_gives_a_neutral_check_then_the_recheck_recovers(world: Wor
     assert f"wandb:{md(RL_ENTITY)}/{md(RL_PROJECT)}" in comment.body
     assert "503" in comment.body and "/threshold-bot retry" in comment.body
     (run,) = check_runs(rl, pr.head_sha)
-    assert (run.conclusion, run.actions) == ("neutral", [])
+    # the PR changes a gate the unread history cannot verify: action, but no Approve button
+    assert (run.conclusion, run.actions) == ("action_required", [])
     assert run.output["title"] == "Run history unavailable" and "503" in run.output["summary"]
     check_id = run.id
 
@@ -360,7 +361,7 @@ def test_rejected_api_key_gives_a_neutral_check_and_retry_recovers(world: World)
     assert "W\\&B rejected the API key; check WANDB\\_API\\_KEY on the server" in body
     assert "/threshold-bot retry" in body
     (run,) = check_runs(rl, pr.head_sha)
-    assert (run.conclusion, run.actions) == ("neutral", [])
+    assert (run.conclusion, run.actions) == ("action_required", [])  # a changed gate, unverified
     assert API_KEY not in body and API_KEY not in str(run.output)
     check_id = run.id
 
@@ -423,4 +424,4 @@ def test_a_project_that_does_not_exist_is_named_in_a_neutral_review(world: World
     body = the_comment(world.repo, 10).body
     assert f"W\\&B project {ENTITY}/gsm8k\\_cj" in body and "not found" in body
     (run,) = check_runs(world.repo, pr.head_sha)
-    assert run.conclusion == "neutral"
+    assert run.conclusion == "action_required"  # the PR changes a gate nothing can verify

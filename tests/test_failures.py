@@ -1,4 +1,5 @@
-"""Failure counts, the newest failing streak, and flaky-vs-shifted classification."""
+"""Failure counts, the newest failing streak, and the cases of an old value: failing every
+run, failed only before a change, shifted, or flaky."""
 
 from __future__ import annotations
 
@@ -8,8 +9,9 @@ import numpy as np
 import pytest
 
 from bot.core.analysis.failures import (
-    classify,
+    Diagnosis,
     count_failures,
+    diagnose,
     failing_mask,
     failing_streak,
     find_shift,
@@ -90,27 +92,73 @@ def flags(text: str) -> BoolArray:
     return np.array([c == "x" for c in text], dtype=bool)
 
 
-def test_classify_passing_and_no_data() -> None:
-    index = np.arange(40)
-    assert classify(flags("." * 40), index, lookback=30) == "passing"
+def case(text: str, lookback: int = 30, **changes: list[int]) -> Diagnosis:
+    """``diagnose`` of the flags ``text`` (run positions 0, 1, …)."""
+    fails = flags(text)
+    return diagnose(fails, np.arange(fails.size), lookback=lookback, **changes)
+
+
+def test_passing_and_no_data() -> None:
+    assert case("." * 40).classification == "passing"
     # a failure older than the lookback does not count
-    assert classify(flags("x" + "." * 39), index, lookback=30) == "passing"
-    assert classify(flags(""), np.arange(0), lookback=30) == "no_data"
+    assert case("x" + "." * 39) == Diagnosis("passing", Failures(failed=0, total=30))
+    assert case("") == Diagnosis("no_data", Failures(failed=0, total=0))
 
 
-def test_classify_flaky_without_regime_change() -> None:
-    fails = flags("....x.......x.........x.......")
-    assert classify(fails, np.arange(fails.size), lookback=30) == "flaky"
-    assert find_shift(fails, np.arange(fails.size), []) is None
+def test_flaky_without_regime_change() -> None:
+    fails = "....x.......x.........x......x"
+    assert case(fails) == Diagnosis("flaky", Failures(failed=4, total=30), streak=1)
+    assert find_shift(flags(fails), np.arange(len(fails)), []) is None
 
 
-def test_classify_shifted_at_a_regime_change() -> None:
-    fails = flags("." * 40 + "x" * 10)
-    index = np.arange(fails.size)
-    assert classify(fails, index, lookback=30, changes=[40]) == "shifted"
-    assert find_shift(fails, index, [40]) == 40
-    # the same failures with no change detected are not explained by one
-    assert classify(fails, index, lookback=30, changes=[]) == "flaky"
+def test_failing_every_run_since_a_change() -> None:
+    text = "." * 40 + "x" * 10
+    assert find_shift(flags(text), np.arange(len(text)), [40]) == 40
+    # every run since the change fails: tied to it, with what the runs since it did
+    tied = case(text, toward=[40])
+    assert tied == Diagnosis(
+        "failing_every_run", Failures(failed=10, total=30), 10, 40, Failures(failed=10, total=10)
+    )
+    # the same failures with no change detected: every failure is in the newest streak
+    assert case(text) == Diagnosis("failing_every_run", Failures(failed=10, total=30), 10)
+
+
+def test_failing_every_run_longer_than_the_lookback() -> None:
+    # the streak counts every run having the metric, not only the lookback
+    assert case("x" * 146) == Diagnosis("failing_every_run", Failures(failed=30, total=30), 146)
+    # most runs failed before the change too: the streak began 2 runs before it
+    text = "xx.x.xx.xxx.x" + "x" * 40
+    found = case(text, toward=[14])
+    assert (found.classification, found.streak, found.change) == ("failing_every_run", 41, 14)
+    # a change far into the streak, or one that moved the metric away, is not its cause
+    assert case(text, toward=[30]).change is None
+    assert case(text, away=[14]).change is None
+
+
+def test_failed_only_before_a_change() -> None:
+    text = "." * 10 + "x..x....x" + "." * 21  # failures, then a change that fixed them
+    found = case(text, away=[19])
+    assert found == Diagnosis(
+        "failed_before_change", Failures(failed=3, total=30), 0, 19, Failures(failed=0, total=21)
+    )
+    # a change toward failing cannot be what made them pass
+    assert case(text, toward=[19]).classification == "flaky"
+    # nor can a change before the last failure
+    assert case(text, away=[15]).classification == "flaky"
+
+
+def test_shifted_with_the_newest_streak() -> None:
+    text = "." * 30 + "xx.xxx.xxx"  # 8 of 10 since the change, the newest 3 in a row
+    found = case(text, toward=[30])
+    assert found == Diagnosis(
+        "shifted", Failures(failed=8, total=30), 3, 30, Failures(failed=8, total=10)
+    )
+
+
+def test_a_short_newest_streak_among_scattered_failures_is_flaky() -> None:
+    assert case("." * 20 + "x...x....x").classification == "flaky"
+    assert case("." * 30 + "xx").classification == "flaky"  # fewer than MIN_STREAK in a row
+    assert case("." * 30 + "xxx").classification == "failing_every_run"
 
 
 def test_shift_tolerates_an_occasional_failure_and_a_pass() -> None:
@@ -135,13 +183,12 @@ def test_shift_is_the_older_change_when_a_newer_one_did_not_alter_failures() -> 
 
 def test_no_shift_when_the_current_regime_passes_again() -> None:
     # failing between the changes at 20 and 30, recovered since 30
-    fails = flags("." * 20 + "x" * 10 + "." * 10)
-    index = np.arange(fails.size)
-    assert find_shift(fails, index, [20, 30]) is None
-    assert classify(fails, index, lookback=30, changes=[20, 30]) == "flaky"
+    text = "." * 20 + "x" * 10 + "." * 10
+    assert find_shift(flags(text), np.arange(len(text)), [20, 30]) is None
+    found = case(text, toward=[20], away=[30])
+    assert (found.classification, found.change) == ("failed_before_change", 30)
 
 
 def test_scattered_failures_on_both_sides_of_a_change_are_flaky() -> None:
-    fails = flags("...x....x...x..." + "..x...x...x...x.")
-    index = np.arange(fails.size)
-    assert classify(fails, index, lookback=30, changes=[16]) == "flaky"
+    text = "...x....x...x..." + "..x...x...x...x."
+    assert case(text, toward=[16], away=[16]).classification == "flaky"

@@ -105,14 +105,18 @@ def test_states_counted_and_finished_filtered() -> None:
 def test_value_kinds() -> None:
     summary = (
         '{"ok": 1.5, "int": 3, "nan": NaN, "inf": Infinity, "ninf": -Infinity,'
-        ' "s": "0.5", "null": null, "dict": {"a": 1}, "list": [1], "bool": true}'
+        ' "s": "0.5", "null": null, "dict": {"a": 1, "b": {"c": "2e-3"}}, "list": [1],'
+        ' "bool": true, "word": "n/a", "snan": "NaN", "_t": {"_type": "histogram"}}'
     )
     text = f'{{"id": "a", "created_at": "2026-07-01T00:00:00Z", "summary": {summary}}}'
     history = parse_jsonl(text, "h.jsonl")
     run = history.runs[0]
-    assert run.summary == {"ok": 1.5, "int": 3.0}
-    assert history.stats.non_finite_values == 3
-    assert history.stats.non_numeric_values == 5
+    # nested objects are flattened, numbers written as text read (W&B media stay opaque)
+    assert run.summary == {"ok": 1.5, "int": 3.0, "s": 0.5, "dict/a": 1.0, "dict/b/c": 0.002}
+    assert history.stats.non_finite_values == 4  # NaN, Infinity, -Infinity, "NaN"
+    assert history.stats.non_numeric_values == 5  # null, list, true, "n/a", histogram
+    assert history.stats.flattened_values == 2
+    assert history.stats.numeric_strings == 2
     assert all(math.isfinite(v) for v in run.summary.values())
 
 

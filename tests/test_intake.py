@@ -5,6 +5,8 @@ from __future__ import annotations
 import asyncio
 import json
 import threading
+import time
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -20,6 +22,7 @@ from tests.live import make_settings
 from tests.webhooks import fixture, new_delivery_id
 
 LONG = 30.0  # generous bound for a loaded CI machine; reached only on failure
+SHORT = 0.2  # a max_wait the tests run out on purpose
 
 
 def _waiter(gate: IntakeGate) -> tuple[threading.Thread, threading.Event, list[bool]]:
@@ -45,21 +48,24 @@ def test_gate_is_open_when_no_request_is_in_flight() -> None:
 
 
 def test_gate_holds_workers_back_until_the_last_request_finishes() -> None:
-    gate = IntakeGate(quiet=0.0, max_wait=LONG)
+    gate = IntakeGate(quiet=0.0, max_wait=SHORT)
     gate.enter()
     gate.enter()
+    started = time.monotonic()
+    assert gate.wait_quiet() is False  # two requests in flight: held back all of max_wait
+    assert time.monotonic() - started >= SHORT
+    gate.leave()
+    assert gate.wait_quiet() is False  # one still in flight
+    gate.max_wait = 2 * LONG
     thread, done, result = _waiter(gate)
-    assert not done.wait(0.3)  # two requests in flight: the worker waits
     gate.leave()
-    assert not done.wait(0.3)  # one still in flight
-    gate.leave()
-    assert done.wait(LONG)
+    assert done.wait(LONG)  # let go by the last request, long before max_wait runs out
     assert result == [True]
     thread.join(LONG)
 
 
 def test_gate_gives_way_after_max_wait_so_workers_never_starve() -> None:
-    gate = IntakeGate(quiet=0.0, max_wait=0.2)
+    gate = IntakeGate(quiet=0.0, max_wait=SHORT)
     gate.enter()  # never leaves
     thread, done, result = _waiter(gate)
     assert done.wait(LONG)
@@ -68,7 +74,7 @@ def test_gate_gives_way_after_max_wait_so_workers_never_starve() -> None:
 
 
 def test_gate_waits_for_the_quiet_period_after_a_request() -> None:
-    gate = IntakeGate(quiet=LONG, max_wait=0.2)
+    gate = IntakeGate(quiet=LONG, max_wait=SHORT)
     with gate.request():
         pass
     assert gate.wait_quiet() is False  # the last request ended less than ``quiet`` ago
@@ -216,22 +222,29 @@ def test_group_commit_in_a_thread_batches_what_arrives_meanwhile() -> None:
     entered = threading.Event()
     release = threading.Event()
     calls: list[list[int]] = []
+    committed: list[list[int]] = []  # the batches ``store`` has returned, in order
     handed_on: list[list[tuple[int, int]]] = []
+    answered: list[tuple[int, bool]] = []  # each item, and whether it was committed when answered
 
     def store(items: list[int]) -> list[int]:
         calls.append(list(items))
         entered.set()
         assert release.wait(LONG)
+        committed.append(list(items))
         return [-i for i in items]
+
+    def on_answer(item: int) -> Callable[[asyncio.Future[int]], None]:
+        return lambda _: answered.append((item, any(item in batch for batch in committed)))
 
     async def scenario() -> list[int]:
         with ThreadPoolExecutor(1) as pool:
             committer: GroupCommit[int, int] = GroupCommit(store, handed_on.append, pool)
             first = asyncio.ensure_future(committer.submit(0))
+            first.add_done_callback(on_answer(0))
             assert await asyncio.to_thread(entered.wait, LONG)  # batch [0] is being stored
             rest = [asyncio.ensure_future(committer.submit(i)) for i in (1, 2, 3)]
-            await asyncio.sleep(0.05)
-            assert not first.done()  # not answered before its commit
+            for i, later in zip((1, 2, 3), rest, strict=True):
+                later.add_done_callback(on_answer(i))
             release.set()
             results = await asyncio.gather(first, *rest)
             await asyncio.sleep(0)  # the hand-on runs after the answers
@@ -239,4 +252,5 @@ def test_group_commit_in_a_thread_batches_what_arrives_meanwhile() -> None:
 
     assert asyncio.run(scenario()) == [0, -1, -2, -3]
     assert calls == [[0], [1, 2, 3]]
+    assert sorted(answered) == [(i, True) for i in range(4)]  # none answered before its commit
     assert [pair for batch in handed_on for pair in batch] == [(i, -i) for i in range(4)]

@@ -3,24 +3,22 @@ history with a step change (expected numbers computed here from the data)."""
 
 from __future__ import annotations
 
+import json
 from datetime import UTC, datetime, timedelta
 from decimal import ROUND_CEILING, ROUND_FLOOR, Decimal
 
 import numpy as np
 import pytest
 
-from bot.core.analysis.review import (
-    build_review,
-    conclusion_of,
-    merge_reviews,
-    unavailable_review,
-    verdict_of,
-)
+from bot.core.analysis.review import build_review, merge_reviews, unavailable_review
+from bot.core.analysis.verdicts import conclusion_of, verdict_of
 from bot.core.formatting import day_month, move
 from bot.core.models import (
+    DeclaredSource,
     Failures,
     Gate,
     GateChange,
+    GateReview,
     History,
     HistoryStats,
     Op,
@@ -33,6 +31,7 @@ from bot.core.models import (
     Verdict,
     WindowSpec,
 )
+from bot.core.render.review import render_json
 
 T0 = datetime(2026, 6, 1, tzinfo=UTC)
 SHIFT_AT = 60  # first run of the new regime of ``acc``
@@ -78,11 +77,20 @@ def test_verdict_table(
 
 
 def test_conclusion_of() -> None:
+    def gates(*verdicts: tuple[Verdict, bool]) -> list[GateReview]:
+        review = unavailable_review([unchanged(ACC)], "unused")
+        return [
+            review.gates[0].model_copy(update={"verdict": v, "changed": c}) for v, c in verdicts
+        ]
+
     assert conclusion_of([]) == "success"
-    assert conclusion_of(["ok", "unchanged", "no_data"]) == "success"
+    assert conclusion_of(gates(("ok", True), ("unchanged", False))) == "success"
     for bad in ("too_tight", "looser_than_rule", "unchanged_failing"):
-        assert conclusion_of(["ok", bad]) == "action_required"
-    assert conclusion_of(["no_data"], history_ok=False) == "neutral"
+        assert conclusion_of(gates(("ok", True), (bad, False))) == "action_required"
+    # never green without evidence: a gate without data is at least neutral ...
+    assert conclusion_of(gates(("ok", True), ("no_data", False))) == "neutral"
+    # ... and one the PR changes cannot be verified: action
+    assert conclusion_of(gates(("unchanged", False), ("no_data", True))) == "action_required"
 
 
 # --------------------------------------------------------------------------- synthetic history
@@ -183,7 +191,7 @@ def test_unchanged_gate_failing_since_the_shift(history: History) -> None:
 
     g = review.gates[0]
     assert g.verdict == "unchanged_failing" and not g.changed
-    assert g.classification == "shifted"
+    assert g.classification == "failing_every_run"
     assert g.old == g.proposed == 0.56
     assert g.old_failures == Failures(failed=30, total=30)
     assert g.proposed_failures == Failures(failed=20, total=20)
@@ -196,8 +204,8 @@ def test_unchanged_gate_failing_since_the_shift(history: History) -> None:
     assert g.decimals == 2
     shift = change.metrics["acc"]
     assert g.explanation == (
-        f"failing every run since {day_month(change.at)} — after the change that moved acc "
-        f"{move(shift.before, shift.after)}"
+        f"fails every run since {day_month(change.at)} ({N_RUNS - SHIFT_AT} runs in a row),"
+        f" since the change that moved acc {move(shift.before, shift.after)}"
     )
     assert g.warnings == ()  # the last 20 runs are all in the new regime
     assert review.conclusion == "action_required"
@@ -218,10 +226,18 @@ def test_review_carries_history_rule_and_inputs(history: History) -> None:
     assert g.old_failures == Failures(failed=10, total=10)
     assert g.recomputed == rule_lower(column(history, "acc")[-20:], 2, allowance="0.1")
     assert g.source == "file:runs.jsonl"
-    # a gate's own source wins
+    # ``source`` is what was read; what the file names is ``declared_source``
     spec = SourceSpec(kind="wandb", entity="team", project="ci")
-    own = build_review([unchanged(ACC.model_copy(update={"source": spec}))], history)
-    assert own.gates[0].source == "wandb:team/ci"
+    named = DeclaredSource.of(spec, "script:7")
+    own = build_review(
+        [unchanged(ACC.model_copy(update={"source": spec, "declared": named}))], history
+    )
+    assert own.gates[0].source == "file:runs.jsonl"
+    assert own.gates[0].declared_source == named
+    assert json.loads(render_json(own))["gates"][0]["declared_source"] == {
+        "kind": "wandb", "entity": "team", "project": "ci", "path": None, "experiment": None,
+        "from": "script:7",
+    }  # fmt: skip
 
 
 def test_changed_gates_against_the_rule(history: History) -> None:
@@ -257,8 +273,10 @@ def test_flaky_gate(history: History) -> None:
     assert g.proposed_failures == Failures(failed=sum(v < 0.75 for v in score[-20:]), total=20)
     assert g.verdict == "unchanged_failing"
     assert g.consecutive_failures == (1 if DIPS[-1] == N_RUNS - 1 else 0)
+    rate = round(100 * dips_recent / 30)
     assert g.explanation == (
-        f"{dips_recent} of 30 recent runs fail, scattered within the current regime (flaky)"
+        f"fails {dips_recent} of 30 recent runs ({rate}%), scattered within the current regime"
+        " (flaky)"
     )
 
 
@@ -270,8 +288,11 @@ def test_passing_and_missing_gates(history: History) -> None:
     assert missing.verdict == "no_data" and missing.classification == "no_data"
     assert missing.recomputed is None and missing.window_min is None
     assert missing.window.runs == 0
-    assert missing.explanation == "no finished run has nope"
-    assert review.conclusion == "success"
+    assert missing.explanation == (
+        f"cannot verify: no run has `nope` ({len(history.runs)} runs read, {N_RUNS} finished)"
+    )
+    assert missing.closest_keys == ()  # nothing like "nope" in the history
+    assert review.conclusion == "neutral"  # unchanged, but not verified either
 
 
 def test_regime_window(history: History) -> None:
@@ -323,12 +344,14 @@ def test_new_gate_in_an_empty_history() -> None:
     assert g.verdict == "no_data" and g.changed
     assert review.regimes == () and review.changes == ()
     assert "the history has no finished runs" in review.warnings
-    assert review.conclusion == "success"
+    assert g.explanation == "cannot verify: no run has `acc` (0 runs read)"
+    assert review.conclusion == "action_required"  # a changed gate nothing can verify
 
 
 def test_unavailable_review() -> None:
     review = unavailable_review([unchanged(ACC), changed(TOKENS, "280")], "W&B timed out")
-    assert review.conclusion == "neutral"
+    assert review.conclusion == "action_required"  # the PR changes a gate nothing verifies
+    assert unavailable_review([unchanged(ACC)], "W&B timed out").conclusion == "neutral"
     assert review.error == "W&B timed out"
     assert [g.verdict for g in review.gates] == ["no_data", "no_data"]
     assert [g.changed for g in review.gates] == [False, True]

@@ -141,7 +141,9 @@ def test_regime_change_is_attributed_to_the_merged_pull(repo: RecordingGitHub) -
     assert ref.url in repo.comments[9].body
 
 
-def test_missing_history_is_neutral_and_says_how_to_retry(repo: RecordingGitHub) -> None:
+def test_missing_history_leaves_a_changed_gate_unverified_and_says_how_to_retry(
+    repo: RecordingGitHub,
+) -> None:
     config = FILE_SOURCE.replace(HISTORY, "ci/missing.jsonl")
     repo.commit({CONFIG: config})
     pull = repo.open_pull(10, {SCRIPT: script("0.50")})
@@ -151,11 +153,13 @@ def test_missing_history_is_neutral_and_says_how_to_retry(repo: RecordingGitHub)
     assert outcome.review is not None and outcome.review.error is not None
     assert "ci/missing.jsonl" in outcome.review.error
     check = repo.check_for(pull.head_sha)
-    assert (check.conclusion, check.actions) == ("neutral", ())
+    assert (check.conclusion, check.actions) == ("action_required", ())  # no approving it away
     assert "/threshold-bot retry" in repo.comments[10].body
 
 
-def test_remote_source_unavailable_is_neutral(repo: RecordingGitHub) -> None:
+def test_remote_source_unavailable_leaves_a_changed_gate_unverified(
+    repo: RecordingGitHub,
+) -> None:
     repo.commit({CONFIG: ""})
     pull = repo.open_pull(11, {SCRIPT: script("0.50", project="gsm8k_ci")})
 
@@ -173,7 +177,7 @@ def test_remote_source_unavailable_is_neutral(repo: RecordingGitHub) -> None:
 
     assert [s.project for s in asked] == ["gsm8k_ci"]
     assert outcome.sources == tuple(asked)
-    assert repo.check_for(pull.head_sha).conclusion == "neutral"
+    assert repo.check_for(pull.head_sha).conclusion == "action_required"
     assert "503" in repo.comments[11].body
 
 

@@ -28,6 +28,7 @@ NAMES = (
     "GITHUB_API_URL",
     "QUEUE_PATH",
     "LOG_LEVEL",
+    "MAX_FILE_BYTES",
 )
 
 
@@ -72,9 +73,19 @@ def test_dotenv_file_and_key_file(tmp_path: Path, pem: str) -> None:
     assert settings.embedded_queue_path() == tmp_path / "x-queue.db"
 
 
+def test_file_size_limit_defaults_to_50_mb_and_is_read_from_the_environment(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    assert load_settings().max_file_bytes == 50 * 1024 * 1024
+    monkeypatch.setenv("MAX_FILE_BYTES", "2000000")
+    assert load_settings().max_file_bytes == 2_000_000
+
+
 @pytest.mark.parametrize(
     ("env", "message"),
     [
+        ({"MAX_FILE_BYTES": "0"}, "MAX_FILE_BYTES: Input should be greater than or equal to 1"),
+        ({"MAX_FILE_BYTES": str(100 * 1024 * 1024 + 1)}, "MAX_FILE_BYTES: Input should be less"),
         ({}, "APP_ID: required"),
         ({"APP_ID": "abc"}, "APP_ID: Input should be a valid integer"),
         ({"APP_ID": "1"}, "PRIVATE_KEY: required"),

@@ -313,27 +313,48 @@ def test_a_burst_is_stored_before_each_answer_then_processed(bot: Bot) -> None:
     assert sorted(bot.recorder.ids()) == sorted(ids)  # each ran once
 
 
-def test_workers_wait_while_a_webhook_is_being_received(bot: Bot) -> None:
-    bot.runtime.gate.max_wait = 600.0  # no giving way during the test
+def test_workers_wait_while_a_webhook_is_being_received(tmp_path: Path) -> None:
+    hold = 1.0  # the gate's max_wait: how long a worker gives way to a request in flight
+    ran = threading.Event()
+    seen: list[tuple[float, int]] = []  # when the handler ran, and the requests then in flight
+    recorder = Recorder()
+    settings = make_settings(tmp_path, workers=1)
+    runtime = build(settings, router=recorder.router)
+    runtime.gate.max_wait = hold
+
+    @recorder.router.register("pull_request")
+    def record(ctx: HandlerContext, payload: dict[str, Any]) -> None:
+        seen.append((time.monotonic(), runtime.gate.active))
+        ran.set()
+
     queued_body, queued = signed_fixture("pull_request.reopened", SECRET)
     body, headers = signed_fixture("pull_request.opened", SECRET)
-    port = httpx.URL(str(bot.client.base_url)).port
-    assert port is not None
-    with socket.create_connection(("127.0.0.1", port), timeout=30) as slow:
-        head = "".join(f"{k}: {v}\r\n" for k, v in headers.items())
-        slow.sendall(
-            f"POST /webhook HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: {len(body)}\r\n"
-            f"{head}\r\n".encode()
-            + body[:100]
-        )
-        wait_until(lambda: bot.runtime.gate.active == 1, what="the request to reach the app")
-        assert bot.post(queued_body, queued).status_code == 202  # stored and enqueued
-        wait_until(lambda: bot.runtime.queue.pending() == 0, what="a worker to take the job")
-        time.sleep(0.3)  # the worker holds the job but may not start it
-        held = deliveries.get(bot.runtime.sessions, queued["X-GitHub-Delivery"])
-        assert held is not None and (held.status, held.attempts) == ("queued", 0)
-        assert bot.recorder.calls == []
-        slow.sendall(body[100:])
-        assert slow.recv(4096).startswith(b"HTTP/1.1 202")
-    assert bot.wait_done(queued["X-GitHub-Delivery"]).status == "done"
-    assert bot.wait_done(headers["X-GitHub-Delivery"]).status == "done"
+    try:
+        with (
+            live_server(create_app(settings, runtime)) as url,
+            httpx.Client(base_url=url, timeout=30) as client,
+        ):
+            port = httpx.URL(url).port
+            assert port is not None
+            with socket.create_connection(("127.0.0.1", port), timeout=30) as slow:
+                head = "".join(f"{k}: {v}\r\n" for k, v in headers.items())
+                slow.sendall(
+                    f"POST /webhook HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+                    f"Content-Length: {len(body)}\r\n{head}\r\n".encode()
+                    + body[:100]
+                )
+                wait_until(lambda: runtime.gate.active == 1, what="the request to reach the app")
+                sent = time.monotonic()
+                response = client.post("/webhook", content=queued_body, headers=queued)
+                assert response.status_code == 202  # stored and enqueued
+                assert ran.wait(timeout=60)  # the worker gave way once max_wait ran out
+                ((at, in_flight),) = seen
+                assert in_flight == 1  # the slow request was still being received
+                assert at - sent >= hold  # until then, the worker held the job back
+                slow.sendall(body[100:])
+                assert slow.recv(4096).startswith(b"HTTP/1.1 202")
+            bot = Bot(client, runtime, recorder)
+            assert bot.wait_done(queued["X-GitHub-Delivery"]).status == "done"
+            assert bot.wait_done(headers["X-GitHub-Delivery"]).status == "done"
+    finally:
+        runtime.close()

@@ -3,10 +3,14 @@
 from __future__ import annotations
 
 import json
+import os
 import random
+import subprocess
+import sys
 import threading
 import time
 from collections.abc import Iterator
+from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -18,10 +22,12 @@ from huey import RedisHuey, SqliteHuey
 from bot.adapters.queue import make_huey
 from bot.adapters.store import deliveries
 from bot.adapters.store.deliveries import NewDelivery
+from bot.app import owners
 from bot.app.runtime import Runtime, build
 from bot.core.history.sources import HistoryNotFound, HistoryUnavailable
 from bot.core.retry import PermanentError, TransientError, backoff_delay, is_transient
 from bot.features.context import HandlerContext
+from tests.conftest import ROOT
 from tests.live import Recorder, make_settings, wait_until
 from tests.webhooks import fixture, new_delivery_id
 
@@ -172,6 +178,71 @@ def test_recovery_reenqueues_open_deliveries(tmp_path: Path, recorder: Recorder)
         second.close()
 
 
+NAME_ITSELF = "import sys; from bot.app import owners; print(owners.current(), flush=True)"
+
+
+def _other_process(state: str) -> tuple[str, subprocess.Popen[str]]:
+    """Another Python process's lease-holder name; the process is then ``alive`` (until its
+    stdin is closed), ``exited`` and reaped (no process has its pid), or a ``zombie``
+    (exited, its exit status not yet collected)."""
+    code = NAME_ITSELF + ("; sys.stdin.read()" if state == "alive" else "")
+    proc = subprocess.Popen(
+        [sys.executable, "-c", code],
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    assert proc.stdout is not None
+    name = proc.stdout.readline().strip()
+    if state == "exited":
+        assert proc.wait(timeout=60) == 0
+    elif state == "zombie":
+        os.waitid(os.P_PID, proc.pid, os.WEXITED | os.WNOWAIT)  # exited; left unreaped
+    return name, proc
+
+
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="holders are told apart by /proc")
+def test_recovery_takes_over_at_once_from_dead_processes_on_this_host(runtime: Runtime) -> None:
+    dead, _ = _other_process("exited")
+    zombie, unreaped = _other_process("zombie")
+    alive, living = _other_process("alive")
+    try:
+        me = owners.current()
+        parsed = owners.Owner.parse(dead)
+        assert parsed is not None and (parsed.host, parsed.space) == (me.host, me.space)
+        holders = {
+            "dead": dead,
+            "zombie": zombie,
+            "pid reused": str(replace(me, start=str(int(me.start) + 1))),  # our pid, not us
+            "alive": alive,
+            "other host": str(replace(parsed, host=f"not-{me.host}")),
+            "other pid space": str(replace(parsed, space="another-boot/4026531836")),
+            "not a name": "worker-7",
+        }
+        ids = {}
+        for what, holder in holders.items():
+            ids[what] = _store(runtime)
+            claimed = deliveries.claim(runtime.sessions, ids[what], holder, lease=600)
+            assert claimed is not None and claimed.attempts == 1
+
+        taken = {"dead", "zombie", "pid reused"}
+        assert runtime.supervisor.recover() == len(taken)  # well within every lease
+
+        for what, delivery_id in ids.items():
+            stored = deliveries.get(runtime.sessions, delivery_id)
+            assert stored is not None
+            assert stored.status == ("queued" if what in taken else "running"), what
+        runtime.start_workers()
+        for what in taken:
+            assert _finished(runtime, ids[what]).attempts == 2
+    finally:
+        assert living.stdin is not None
+        living.stdin.close()
+        living.wait(timeout=60)
+        unreaped.wait(timeout=60)
+
+
 def test_long_handlers_keep_their_lease(tmp_path: Path) -> None:
     release = threading.Event()
     started = threading.Event()
@@ -237,17 +308,25 @@ def test_enqueue_many_runs_each_delivery_once_on_every_worker(
 def test_workers_start_no_job_while_a_webhook_is_in_flight(
     runtime: Runtime, recorder: Recorder
 ) -> None:
-    runtime.gate.max_wait = 600.0  # no giving way during the test
+    hold = 1.0  # the gate's max_wait: how long a worker gives way to a request in flight
+    runtime.gate.max_wait = hold
+    ran = threading.Event()
+    seen: list[tuple[float, int]] = []  # when the handler ran, and the requests then in flight
+
+    @recorder.router.register("check_run")
+    def record(ctx: HandlerContext, payload: dict[str, Any]) -> None:
+        seen.append((time.monotonic(), runtime.gate.active))
+        ran.set()
+
     runtime.start_workers()
     runtime.gate.enter()  # a webhook request being answered
     try:
-        delivery_id = _store(runtime)
+        delivery_id = _store(runtime, "check_run.rerequested")
+        sent = time.monotonic()
         runtime.queue.enqueue(delivery_id)
-        wait_until(lambda: runtime.queue.pending() == 0, what="a worker to take the job")
-        time.sleep(0.3)  # the worker holds the job but may not start it
-        stored = deliveries.get(runtime.sessions, delivery_id)
-        assert stored is not None and (stored.status, stored.attempts) == ("queued", 0)
-        assert recorder.calls == []
+        assert ran.wait(timeout=60)  # the worker gave way once max_wait ran out
+        ((at, in_flight),) = seen
+        assert in_flight == 1 and at - sent >= hold  # held back until then
     finally:
         runtime.gate.leave()
     assert _finished(runtime, delivery_id).status == "done"

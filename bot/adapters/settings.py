@@ -6,7 +6,7 @@ W&B client: ``APP_ID``, ``PRIVATE_KEY`` / ``PRIVATE_KEY_PATH``, ``WEBHOOK_SECRET
 ``WANDB_API_KEY`` / ``WANDB_BASE_URL`` / ``WANDB_ENTITY`` and ``REDIS_URL``.
 Operational extras: ``WORKERS``, ``MAX_BODY_BYTES``, ``BOT_LOGIN``, ``MAX_ATTEMPTS``,
 ``RETRY_BASE_SECONDS``, ``RETRY_MAX_SECONDS``, ``LEASE_SECONDS``, ``QUEUE_PATH``,
-``EXTRA_HANDLERS`` and ``LOG_LEVEL``.
+``EXTRA_HANDLERS``, ``LOG_LEVEL`` and ``MAX_FILE_BYTES``.
 
 ``load_settings`` turns every problem into a ``SettingsError`` whose message is one
 line naming the variable, so ``serve`` can stop with a clear reason.
@@ -25,6 +25,8 @@ from sqlalchemy.engine import make_url
 Role = Literal["serve", "worker", "any"]
 
 DEFAULT_MAX_BODY = 25 * 1024 * 1024  # GitHub caps webhook payloads at 25 MB
+DEFAULT_MAX_FILE_BYTES = 50 * 1024 * 1024  # the largest file read from a repository
+GITHUB_MAX_FILE_BYTES = 100 * 1024 * 1024  # GitHub's blob API serves files up to 100 MB
 LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
 
 
@@ -60,6 +62,7 @@ class Settings(BaseSettings):
     queue_path: Path | None = None  # embedded queue file; default: next to the database
     extra_handlers: str = ""  # comma-separated modules that register more handlers
     log_level: str = "INFO"
+    max_file_bytes: int = Field(default=DEFAULT_MAX_FILE_BYTES, ge=1, le=GITHUB_MAX_FILE_BYTES)
 
     @property
     def webhook_secrets(self) -> tuple[bytes, ...]:

@@ -3,17 +3,29 @@
 Fields passed with ``extra=`` (``delivery``, ``event``, ``status``…) become keys of
 the object.  Every configured secret value is replaced by ``***`` in the final line,
 whatever logged it (our code, uvicorn, huey, PyGithub).
+
+In the App's processes (``configure(..., capture=True)``) every line written is JSON:
+the handlers libraries give their own loggers (PyGithub's on ``github``) are removed so
+their records reach the JSON handler; warnings and uncaught exceptions (in any thread)
+become records; and ``sys.stdout`` / ``sys.stderr`` turn each line written to them into a
+record of the logger ``stdout`` / ``stderr``, which catches prints and the handlers a
+library adds later on (MLflow configures its loggers when first imported).
 """
 
 from __future__ import annotations
 
+import io
 import json
 import logging
 import re
 import sys
+import threading
 from collections.abc import Iterable
 from datetime import UTC, datetime
-from typing import Any
+from types import TracebackType
+from typing import Any, TextIO
+
+log = logging.getLogger(__name__)
 
 _STANDARD = set(logging.LogRecord("", 0, "", 0, "", (), None).__dict__) | {
     "message",
@@ -57,9 +69,14 @@ class JsonFormatter(logging.Formatter):
         return text if self._pattern is None else self._pattern.sub("***", text)
 
 
-def configure(level: str = "INFO", secrets: Iterable[str] = ()) -> None:
-    """Send every log record (ours and libraries') to stderr as redacted JSON lines."""
-    handler = logging.StreamHandler(sys.stderr)
+def configure(level: str = "INFO", secrets: Iterable[str] = (), *, capture: bool = False) -> None:
+    """Send every log record (ours and libraries') to stderr as redacted JSON lines.
+
+    With ``capture`` (the App's processes), every other output of the process becomes
+    such a line too: library handlers, warnings, uncaught exceptions, stdout and stderr.
+    """
+    stderr = sys.stderr.raw if isinstance(sys.stderr, LineRecords) else sys.stderr
+    handler = logging.StreamHandler(stderr)
     handler.setFormatter(JsonFormatter(secrets))
     root = logging.getLogger()
     root.handlers[:] = [handler]
@@ -70,6 +87,89 @@ def configure(level: str = "INFO", secrets: Iterable[str] = ()) -> None:
         lib.propagate = True
     logging.getLogger("uvicorn.access").setLevel(logging.WARNING)
     logging.getLogger("huey").setLevel(logging.WARNING)  # one line per task otherwise
+    if not capture:
+        return
+    for logger in list(logging.Logger.manager.loggerDict.values()):
+        if isinstance(logger, logging.Logger) and _console_handlers(logger):
+            dropped = _console_handlers(logger)
+            logger.handlers[:] = [h for h in logger.handlers if h not in dropped]
+            logger.propagate = True
+    logging.captureWarnings(True)
+    sys.excepthook = _uncaught
+    threading.excepthook = _uncaught_in_thread
+    stdout = sys.stdout.raw if isinstance(sys.stdout, LineRecords) else sys.stdout
+    sys.stdout = LineRecords("stdout", logging.INFO, stdout)
+    sys.stderr = LineRecords("stderr", logging.WARNING, stderr)
+
+
+def _console_handlers(logger: logging.Logger) -> list[logging.Handler]:
+    """The handlers of ``logger`` writing to a stream other than a file."""
+    return [
+        h
+        for h in logger.handlers
+        if isinstance(h, logging.StreamHandler) and not isinstance(h, logging.FileHandler)
+    ]
+
+
+def _uncaught(kind: type[BaseException], exc: BaseException, tb: TracebackType | None) -> None:
+    log.critical("uncaught exception", exc_info=(kind, exc, tb))
+
+
+def _uncaught_in_thread(args: threading.ExceptHookArgs) -> None:
+    if args.exc_type is not SystemExit:  # as the default hook: a thread may exit that way
+        name = args.thread.name if args.thread is not None else "?"
+        log.error("uncaught exception in thread %s", name, exc_info=args.exc_value)
+
+
+class LineRecords(io.TextIOBase):
+    """A text stream that logs each line written to it as a record of the logger ``name``
+    (whatever the logger's level), so it comes out as JSON with secrets redacted.
+
+    Each thread's partial line is kept apart until its end comes.  ``raw`` is the stream
+    it replaces.  What a thread writes while a line of it is being logged is dropped: a
+    handler a library put on the root logger, writing to ``sys.stderr``, repeating that
+    line (else it would come back here without end).
+    """
+
+    def __init__(self, name: str, level: int, raw: TextIO) -> None:
+        super().__init__()
+        self.raw = raw
+        self._logger = logging.getLogger(name)
+        self._level = level
+        self._thread = threading.local()  # ``pending``: the partial line; ``inside``: logging
+
+    @property
+    def encoding(self) -> str:  # type: ignore[override]  # read-only in io.TextIOBase
+        return "utf-8"
+
+    def writable(self) -> bool:
+        return True
+
+    def fileno(self) -> int:
+        return self.raw.fileno()
+
+    def write(self, text: str) -> int:
+        state = self._thread
+        if getattr(state, "inside", False):
+            return len(text)
+        *lines, state.pending = _LINE_END.split(getattr(state, "pending", "") + text)
+        state.inside = True
+        try:
+            for line in lines:
+                if line.strip():
+                    record = self._logger.makeRecord(
+                        self._logger.name, self._level, "(stream)", 0, line, (), None
+                    )
+                    self._logger.handle(record)
+        finally:
+            state.inside = False
+        return len(text)
+
+    def flush(self) -> None:
+        self.raw.flush()
+
+
+_LINE_END = re.compile(r"\r\n|\r|\n")
 
 
 def delivery_logger(

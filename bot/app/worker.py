@@ -7,20 +7,19 @@ with exponential backoff up to ``MAX_ATTEMPTS``; anything else fails the deliver
 with its error kept in ``last_error``.
 
 ``Supervisor`` keeps the store and the queue in step: at start it re-enqueues every
-open delivery (a process killed with ``kill -9`` loses the jobs it had dequeued);
-while running it renews the leases of this worker's deliveries and re-enqueues
-those whose worker died (lease run out) or that sat queued too long.
+open delivery (a process killed with ``kill -9`` loses the jobs it had dequeued), and
+takes over at once the running ones of dead processes on this host
+(``bot.app.owners``); while running it renews the leases of this worker's deliveries
+and re-enqueues those whose worker died (holder gone, or lease run out) or that sat
+queued too long.
 """
 
 from __future__ import annotations
 
 import json
 import logging
-import os
-import socket
 import threading
 import time
-import uuid
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -32,6 +31,7 @@ from bot.adapters.queue import JobQueue
 from bot.adapters.settings import Settings
 from bot.adapters.store import deliveries
 from bot.adapters.store.deliveries import Delivery
+from bot.app import owners
 from bot.app.intake_gate import IntakeGate
 from bot.app.logs import delivery_logger
 from bot.app.metrics import Metrics
@@ -41,11 +41,6 @@ from bot.core.routing import Router, is_own_event
 from bot.features.context import DeliveryInfo, HandlerContext
 
 log = logging.getLogger(__name__)
-
-
-def worker_id() -> str:
-    """A name for this worker process, unique across restarts and hosts."""
-    return f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
 
 
 def describe(exc: BaseException) -> str:
@@ -65,12 +60,12 @@ class Worker:
     metrics: Metrics
     github: GitHubFactory
     history: HistoryFactory
-    owner: str = ""
+    owner: str = ""  # the lease holder's name; default: this process (``bot.app.owners``)
     gate: IntakeGate | None = None  # the webhook intake of this process, served first
 
     def __post_init__(self) -> None:
         if not self.owner:
-            self.owner = worker_id()
+            self.owner = str(owners.current())
 
     def run(self, delivery_id: str) -> None:
         """Run a delivery if it still needs running.
@@ -165,8 +160,16 @@ class Supervisor:
         self._thread: threading.Thread | None = None
 
     def recover(self, stuck_after: float | None = None) -> int:
-        """Re-enqueue open deliveries no live worker holds; return how many."""
-        found = deliveries.recoverable(self.worker.sessions, stuck_after)
+        """Re-enqueue open deliveries no live worker holds; return how many.
+
+        Running deliveries whose holder is a dead process on this host are taken over
+        now; those of other hosts once their lease has run out.
+        """
+        sessions = self.worker.sessions
+        gone = sorted(h for h in deliveries.holders(sessions) if owners.is_gone(h))
+        if gone:
+            log.warning("taking over the deliveries of dead workers", extra={"holders": gone})
+        found = deliveries.recoverable(sessions, stuck_after, gone)
         now = datetime.now(UTC)
         for delivery in found:
             due = delivery.next_attempt_at

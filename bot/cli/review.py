@@ -30,7 +30,6 @@ from bot.core.models import (
     Review,
     RuleSettings,
     ThresholdFile,
-    UnboundVariable,
 )
 from bot.core.render.review import render_comment, render_json
 from bot.core.render.terminal import review_table
@@ -48,10 +47,14 @@ class OutputFormat(StrEnum):
 
 
 class FailOn(StrEnum):
-    """Review conclusions that ``--fail-on`` turns into exit status 1."""
+    """The least severe conclusion that ``--fail-on`` turns into exit status 1:
+    ``neutral`` fails on ``neutral`` and on ``action_required``."""
 
     action_required = "action_required"
     neutral = "neutral"
+
+
+SEVERITY = {"success": 0, "neutral": 1, "action_required": 2}
 
 
 # --------------------------------------------------------------------------- the shell
@@ -105,8 +108,9 @@ def _threshold_file(path: Path, label: str, config: RepoConfig) -> ThresholdFile
 
 def read_gate_changes(
     file: Path, base: Path | None, config: RepoConfig, label: str | None = None
-) -> tuple[list[GateChange], tuple[UnboundVariable, ...]]:
-    """The gates of ``file`` against ``base`` (none: an audit, every gate unchanged)."""
+) -> tuple[list[GateChange], ThresholdFile]:
+    """The gates of ``file`` against ``base`` (none: an audit, every gate unchanged), and
+    ``file`` as read (its unbound variables and source notes)."""
     name = label or file.as_posix()
     head = _threshold_file(file, name, config)
     if head is None or not head.gates:
@@ -114,8 +118,8 @@ def read_gate_changes(
         hint = f" ({unbound}: not used in a '<metric> <op> $NAME' comparison)" if unbound else ""
         raise UsageProblem(f"{name}: no threshold gates found{hint}")
     if base is None:
-        return diff_gates(head, head), head.unbound
-    return diff_gates(_threshold_file(base, name, config), head), head.unbound
+        return diff_gates(head, head), head
+    return diff_gates(_threshold_file(base, name, config), head), head
 
 
 def review_files(
@@ -132,7 +136,7 @@ def review_files(
     history (a file path, or runs already read).  ``label`` is the file's repository path
     (default: ``file`` as given)."""
     config = config or RepoConfig()
-    changes, unbound = read_gate_changes(file, base, config, label)
+    changes, head = read_gate_changes(file, base, config, label)
     if isinstance(history_path, History):
         history = history_path
     else:
@@ -145,8 +149,14 @@ def review_files(
         history,
         rule=rule or config.rule,
         regime_settings=config.regimes,
-        unbound=unbound,
+        unbound=head.unbound,
+        warnings=_notes(head),
     )
+
+
+def _notes(head: ThresholdFile) -> list[str]:
+    """What could not be decided about the file's source, for the review's warnings."""
+    return [f"{head.path}: {note}" for note in head.notes]
 
 
 def _review_from_history(
@@ -167,14 +177,22 @@ def _review_from_history(
         )
     from bot.adapters.history.sync import wandb_history
 
-    changes, unbound = read_gate_changes(file, base, config)
+    changes, head = read_gate_changes(file, base, config)
     try:
         runs = wandb_history(str(wandb), spec=config.source(None))
     except (ValueError, HistoryNotFound, SettingsError) as exc:
         raise UsageProblem(str(exc)) from None
     except HistoryError as exc:
-        return unavailable_review(changes, str(exc), rule=rule, unbound=unbound)
-    return build_review(changes, runs, rule=rule, regime_settings=config.regimes, unbound=unbound)
+        review = unavailable_review(changes, str(exc), rule=rule, unbound=head.unbound)
+        return review.model_copy(update={"warnings": (*review.warnings, *_notes(head))})
+    return build_review(
+        changes,
+        runs,
+        rule=rule,
+        regime_settings=config.regimes,
+        unbound=head.unbound,
+        warnings=_notes(head),
+    )
 
 
 def _attribute(review: Review, repo: str, token: str | None, api_url: str) -> Review:
@@ -225,7 +243,8 @@ def review_command(
     ] = None,
     output: Annotated[Path | None, typer.Option(help="Write the review to this file.")] = None,
     fail_on: Annotated[
-        FailOn | None, typer.Option(help="Exit 1 when the review's conclusion is this.")
+        FailOn | None,
+        typer.Option(help="Exit 1 when the review's conclusion is this or worse."),
     ] = None,
     skip_bad_lines: Annotated[
         bool, typer.Option(help="Skip (and count) malformed history lines.")
@@ -263,7 +282,7 @@ def review_command(
             _write(text, output)
     except UsageProblem as exc:
         fail(str(exc))
-    if fail_on is not None and result.conclusion == fail_on.value:
+    if fail_on is not None and SEVERITY[result.conclusion] >= SEVERITY[fail_on.value]:
         raise typer.Exit(1)
 
 

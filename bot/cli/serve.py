@@ -38,7 +38,7 @@ def _settings(role: Role) -> Settings:
     except SettingsError as exc:
         typer.echo(f"error: {exc}", err=True)
         raise typer.Exit(2) from None
-    logs.configure(settings.log_level, settings.secret_values())
+    logs.configure(settings.log_level, settings.secret_values(), capture=True)
     return settings
 
 

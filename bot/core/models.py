@@ -4,6 +4,9 @@ The analysis (``bot.core.analysis``) is pure functions over these models; adapte
 (GitHub, W&B, the store) only build them or consume them.  Field names of
 ``GateReview``, ``Regime``, ``Change`` and ``Review`` follow the JSON review
 (docs/json-review.md) and must stay stable.
+
+Over the ~400-line guideline on purpose: the models are the contract between the layers,
+and one page shows all of it.
 """
 
 from __future__ import annotations
@@ -24,7 +27,9 @@ Verdict = Literal[
     "ok", "too_tight", "looser_than_rule", "unchanged", "unchanged_failing", "no_data"
 ]
 Conclusion = Literal["success", "action_required", "neutral"]
-Classification = Literal["passing", "flaky", "shifted", "no_data"]
+Classification = Literal[
+    "passing", "failing_every_run", "shifted", "failed_before_change", "flaky", "no_data"
+]
 
 LOWER_BOUND_OPS: frozenset[str] = frozenset({">=", ">"})
 
@@ -72,6 +77,8 @@ class HistoryStats(Frozen):
     non_numeric_values: int = 0
     duplicate_ids: int = 0
     skipped_lines: int = 0
+    flattened_values: int = 0  # numbers read from nested objects, as ``a/b`` keys
+    numeric_strings: int = 0  # numbers written as text, read as numbers
 
 
 class History(Frozen):
@@ -125,6 +132,34 @@ class SourceSpec(Frozen):
         return f"wandb:{self.entity + '/' if self.entity else ''}{self.project}"
 
 
+class DeclaredSource(Frozen):
+    """The history source a threshold file or the config names for a gate, and where.
+
+    ``origin`` (``"from"`` in JSON) is ``script:LINE`` (a W&B project named in the shell
+    script), ``config:files.N`` / ``config:files.N.gates.M`` (a ``source`` in the config)
+    or ``config:default_source``.  What was actually read is ``GateReview.source``.
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid", serialize_by_alias=True)
+
+    kind: Literal["file", "wandb", "mlflow"]
+    entity: str | None = None
+    project: str | None = None
+    path: str | None = None
+    experiment: str | None = None
+    origin: str = Field(serialization_alias="from")
+
+    @classmethod
+    def of(cls, spec: SourceSpec, origin: str) -> DeclaredSource:
+        """What ``spec`` names, declared at ``origin``."""
+        named = spec.model_dump(include={"kind", "entity", "project", "path", "experiment"})
+        return cls(**named, origin=origin)
+
+    def describe(self) -> str:
+        """The same name as ``SourceSpec.describe`` (``wandb:entity/project`` …)."""
+        return SourceSpec(**self.model_dump(exclude={"origin"})).describe()
+
+
 # --------------------------------------------------------------------------- gates
 
 
@@ -141,6 +176,7 @@ class Gate(Frozen):
     start: int  # character offset of the literal in the file text
     end: int  # offset one past the literal
     source: SourceSpec | None = None
+    declared: DeclaredSource | None = None  # what the file or config names, and where
 
     @property
     def is_lower_bound(self) -> bool:
@@ -178,7 +214,9 @@ class ThresholdFile(Frozen):
     path: str
     gates: tuple[Gate, ...] = ()
     unbound: tuple[UnboundVariable, ...] = ()
-    source: SourceSpec | None = None  # default source named in the file (W&B project)
+    source: SourceSpec | None = None  # what a gate of the file reads unless declared otherwise
+    declared: DeclaredSource | None = None  # ... and where that source is named
+    notes: tuple[str, ...] = ()  # what could not be decided about the source (for the review)
 
 
 class GateChange(Frozen):
@@ -312,7 +350,11 @@ class GateReview(Frozen):
     explanation: str = ""
     decimals: int = 0
     source: str = ""
+    declared_source: DeclaredSource | None = None
     warnings: tuple[str, ...] = ()
+    old_literal: str = ""  # the literals as written (empty: show the floats)
+    proposed_literal: str = ""
+    closest_keys: tuple[str, ...] = ()  # without data: the history's keys closest to metric
 
 
 class Regime(Frozen):
@@ -345,6 +387,8 @@ class Change(Frozen):
     before_at: datetime | None = None
     before_commit: str | None = None
     after_commit: str | None = None
+    earlier_commit: str | None = None  # of the run before before_run (widens attribution)
+    later_commit: str | None = None  # of the run after after_run
     metrics: dict[str, MetricShift] = Field(default_factory=dict)  # sorted by effect size
     pulls: tuple[int, ...] = ()
 
@@ -370,4 +414,4 @@ class Review(Frozen):
     unbound: tuple[UnboundVariable, ...] = ()
     pulls: dict[int, PullRef] = Field(default_factory=dict)
     warnings: tuple[str, ...] = ()
-    error: str | None = None  # set when the history could not be read (conclusion neutral)
+    error: str | None = None  # set when the history could not be read (its gates: no_data)

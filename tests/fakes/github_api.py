@@ -322,7 +322,8 @@ class FakeGitHub:
             problem = self.openapi.request_problem(match.operation, body)
             if problem is not None:
                 raise ApiError(422, problem)
-            request = Request(method, path, match.params, query, body, installation)
+            accept = headers.get("Accept") or ""
+            request = Request(method, path, match.params, query, body, installation, accept)
             return route.handler(self.api, request), operation
         except ApiError as error:
             return Reply(
@@ -345,21 +346,29 @@ class FakeGitHub:
             except Exception:
                 self.server_errors.append(f"{method} {raw_path}: {traceback.format_exc()}")
                 reply, operation = Reply(500, Shapes.error(500, "fake GitHub crashed")), None
-            # Whatever a builder left pointing at api.github.com must point here (PyGithub
-            # refuses to follow URLs on another host).
-            reply.body = retarget(reply.body, [(API, self.base_url)])
-            if operation is not None and reply.body is not None:
-                errors = self.openapi.errors(operation, reply.status, reply.body)
+            raw = isinstance(reply.body, bytes)  # the raw media type: no JSON to check
+            if not raw:
+                # Whatever a builder left pointing at api.github.com must point here (PyGithub
+                # refuses to follow URLs on another host).
+                reply.body = retarget(reply.body, [(API, self.base_url)])
+            if operation is not None and reply.body is not None and not raw:
+                errors = self.openapi.errors(operation, reply.status, reply.body, reply.media)
                 if errors:
                     self.schema_errors.extend(errors)
                     reply = Reply(500, Shapes.error(500, "invalid response: " + errors[0]))
             self.calls.append(Call(method, url.path, query, body, reply.status))
-        payload = b"" if reply.body is None else json.dumps(reply.body).encode()
+        if isinstance(reply.body, bytes):
+            payload, media = reply.body, "github.v3; param=raw"
+        else:
+            payload = b"" if reply.body is None else json.dumps(reply.body).encode()
+            param = reply.media.removeprefix("application/vnd.github.")
+            media = "github.v3; " + ("" if param == reply.media else f"param={param}; ")
+            media += "format=json"
         out = {
             "Date": email.utils.formatdate(usegmt=True),
-            "Content-Type": "application/json; charset=utf-8",
+            "Content-Type": f"{reply.media}; charset=utf-8",
             "Content-Length": str(len(payload)),
-            "X-GitHub-Media-Type": "github.v3; format=json",
+            "X-GitHub-Media-Type": media,
             "X-RateLimit-Limit": "5000",
             "X-RateLimit-Remaining": "4999",
             "X-RateLimit-Reset": str(int(datetime.now(UTC).timestamp()) + 3600),

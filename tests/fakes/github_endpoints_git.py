@@ -21,10 +21,30 @@ from tests.fakes.github_state import (
     tree_sha,
 )
 
-
 # ----- contents ----------------------------------------------------------------------------
+CONTENTS_LIMIT = 1024 * 1024  # larger files only in the raw and object media types
+TOO_LARGE = (
+    "This API returns blobs up to 1 MB in size. The requested blob is too large to fetch via "
+    "the API, but you can use the Git Data API to request blobs up to 100 MB in size."
+)
+RAW = "application/vnd.github.raw"
+OBJECT = "application/vnd.github.object"
+
+
+def _media(accept: str) -> str:
+    """The custom media type asked for in ``accept`` (``RAW``, ``OBJECT``), else JSON."""
+    for part in accept.split(","):
+        name = part.split(";")[0].strip().removesuffix("+json").replace(".v3.", ".")
+        if name in (RAW, OBJECT):
+            return name
+    return "application/json"
+
+
 @route("GET", "/repos/{owner}/{repo}/contents/{path}")
 def get_contents(api: Api, req: Request) -> Reply:
+    """A file or directory at ``ref``, as GitHub answers for the media type asked: a file over
+    1 MB is refused (403 ``too_large``) in JSON, sent without content in ``object`` (``content``
+    empty, ``encoding`` ``none``), and as it is in ``raw``."""
     repo = api.repo(req)
     ref = req.query.get("ref") or repo.default_branch
     sha = repo.resolve(ref)
@@ -32,11 +52,25 @@ def get_contents(api: Api, req: Request) -> Reply:
         raise ApiError(404, f"No commit found for the ref {ref}")
     path = req.params["path"].strip("/")
     files = repo.objects[sha].files
+    media = _media(req.accept)
     if path in files:
-        return Reply(200, api.shapes.content_file(repo, ref, path, files[path]))
+        text = files[path]
+        if media == RAW:
+            return Reply(200, text.encode(), media=RAW)
+        large = len(text.encode()) > CONTENTS_LIMIT
+        if large and media != OBJECT:
+            raise ApiError(
+                403, TOO_LARGE, [{"resource": "Blob", "field": "data", "code": "too_large"}]
+            )
+        body = api.shapes.content_file(repo, ref, path, text)
+        if large:
+            body.update(content="", encoding="none")
+        return Reply(200, body, media=media)
     listing = api.shapes.directory(repo, ref, path, files)
     if not listing:
         raise ApiError(404, "Not Found")
+    if media == OBJECT:
+        return Reply(200, api.shapes.directory_object(repo, ref, path, files), media=OBJECT)
     return Reply(200, listing)
 
 
@@ -138,6 +172,15 @@ def update_ref(api: Api, req: Request) -> Reply:
         raise ApiError(422, "Update is not a fast forward")
     repo.branches[branch] = new
     return Reply(200, api.shapes.git_ref(repo, branch))
+
+
+@route("GET", "/repos/{owner}/{repo}/git/blobs/{file_sha}")
+def get_blob(api: Api, req: Request) -> Reply:
+    repo = api.repo(req)
+    text = repo.blob(req.params["file_sha"])
+    if text is None:
+        raise ApiError(404, "Not Found")
+    return Reply(200, api.shapes.blob(repo, text))
 
 
 @route("POST", "/repos/{owner}/{repo}/git/blobs")

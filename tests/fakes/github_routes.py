@@ -42,13 +42,18 @@ class Request:
     query: dict[str, str]
     body: Any
     installation: int | None
+    accept: str = ""  # the Accept header: GitHub's custom media types change some answers
 
 
 @dataclass
 class Reply:
+    """An answer: a JSON ``body`` checked against the operation's schema for ``media``, or
+    ``bytes`` sent as they are (the ``raw`` media type)."""
+
     status: int
     body: Any
     headers: dict[str, str] = field(default_factory=dict)
+    media: str = "application/json"
 
 
 @dataclass(frozen=True)

@@ -469,6 +469,40 @@ class Shapes:
             entries.append(entry)
         return entries
 
+    def directory_object(self, repo: Repo, ref: str, path: str, files: dict[str, str]) -> Json:
+        """A directory in the ``object`` media type: a content-tree listing it in ``entries``."""
+        prefix = f"{path}/" if path else ""
+        below = {
+            name[len(prefix) :]: text for name, text in files.items() if name.startswith(prefix)
+        }
+        body = self.content_file(repo, ref, path, "", with_content=False)
+        sha = tree_sha(below)
+        body.update(
+            type="dir",
+            size=0,
+            sha=sha,
+            download_url=None,
+            entries=self.directory(repo, ref, path, files),
+        )
+        body["git_url"] = body["_links"]["git"] = (
+            f"{self.base}/repos/{repo.full_name}/git/trees/{sha}"
+        )
+        return body
+
+    def blob(self, repo: Repo, text: str) -> Json:
+        """A blob of the git data API, its ``content`` in base64 (in lines, as GitHub sends it)."""
+        data = text.encode()
+        encoded = base64.b64encode(data).decode()
+        sha = blob_sha(text)
+        return {
+            "sha": sha,
+            "node_id": node_id("Blob", stable_id(sha)),
+            "size": len(data),
+            "url": f"{self.base}/repos/{repo.full_name}/git/blobs/{sha}",
+            "content": "\n".join(encoded[i : i + 60] for i in range(0, len(encoded), 60)) + "\n",
+            "encoding": "base64",
+        }
+
     def file_commit(self, repo: Repo, branch: str, path: str, commit: Commit) -> Json:
         body = rest_example(
             "repos.create-or-update-file-contents.201.file-commit-example-for-creating-a-file"

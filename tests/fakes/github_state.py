@@ -273,6 +273,14 @@ class Repo:
             sha = self.resolve(ref)
             return None if sha is None else self.objects[sha].files.get(path)
 
+    def blob(self, sha: str) -> str | None:
+        """The text of blob ``sha``: created through the git data API, or in any commit."""
+        with self.state.lock:
+            if sha in self.blobs:
+                return self.blobs[sha]
+            texts = {text for commit in self.objects.values() for text in commit.files.values()}
+            return next((text for text in texts if blob_sha(text) == sha), None)
+
     def head(self, branch: str) -> str:
         """The sha a branch points at."""
         return self.branches[branch]

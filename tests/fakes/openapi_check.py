@@ -131,7 +131,7 @@ class OpenAPI:
                 return op
         raise KeyError(f"{method} {template} is not in GitHub's OpenAPI description")
 
-    def _schema_pointer(self, op: Operation, status: int) -> str | None:
+    def _schema_pointer(self, op: Operation, status: int, media: str) -> str | None:
         responses = self.spec["paths"][op.template][op.method.lower()]["responses"]
         escaped = op.template.replace("~", "~0").replace("/", "~1")
         base = f"/paths/{escaped}/{op.method.lower()}/responses/{status}"
@@ -146,15 +146,17 @@ class OpenAPI:
         if "$ref" in response:
             base = response["$ref"].lstrip("#")
             response = self.spec["components"]["responses"][base.rsplit("/", 1)[1]]
-        if "application/json" not in response.get("content", {}):
+        if media not in response.get("content", {}):
             return None
-        return f"{base}/content/application~1json/schema"
+        return f"{base}/content/{media.replace('/', '~1')}/schema"
 
-    def _validator(self, op: Operation, status: int) -> Validator | None:
-        key = (op.method, op.template, str(status))
+    def _validator(
+        self, op: Operation, status: int, media: str = "application/json"
+    ) -> Validator | None:
+        key = (op.method, op.template, f"{status} {media}")
         with self._lock:
             if key not in self._validators:
-                pointer = self._schema_pointer(op, status)
+                pointer = self._schema_pointer(op, status, media)
                 self._validators[key] = (
                     None
                     if pointer is None
@@ -199,9 +201,13 @@ class OpenAPI:
         missing = [e for top in errors for e in top.context or [] if e.validator == "required"]
         return "Invalid request.\n\n" + _describe(missing[0] if missing else best_match(errors))
 
-    def errors(self, op: Operation, status: int, body: Any) -> list[str]:
-        """Messages for every way ``body`` differs from the schema of ``op`` at ``status``."""
-        validator = self._validator(op, status)
+    def errors(
+        self, op: Operation, status: int, body: Any, media: str = "application/json"
+    ) -> list[str]:
+        """Messages for every way ``body`` differs from the schema of ``op`` at ``status`` for
+        the media type ``media`` (a custom one such as ``application/vnd.github.object`` has
+        its own schema)."""
+        validator = self._validator(op, status, media)
         if validator is None:
             return [] if body is None else [f"{op.operation_id} {status}: undocumented JSON body"]
         messages = []

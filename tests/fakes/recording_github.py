@@ -4,9 +4,9 @@ It keeps a linear commit history of file snapshots, PRs and their branches, one 
 comment per PR, replies by marker, check runs per head SHA, reviews, permissions, and
 records every call as ``(method, args)`` so tests can assert what a feature did.  Switches
 make GitHub refuse a push (403), a commit (409), line comments (422) or reviews (403),
-or keep showing a PR's old head.  mypy checks it against ``GitHubAPI``
-(``_IMPLEMENTS`` below); the real client is tested against the HTTP fake in
-``tests.fakes.github_api``.
+or keep showing a PR's old head; ``max_file_bytes`` and ``unreadable`` make file reads
+fail.  mypy checks it against ``GitHubAPI`` (``_IMPLEMENTS`` below); the real client is
+tested against the HTTP fake in ``tests.fakes.github_api``.
 """
 
 from __future__ import annotations
@@ -28,11 +28,14 @@ from bot.adapters.github.api import (
     ReviewComment,
 )
 from bot.adapters.github.errors import (
+    GitHubError,
+    GitHubFileTooLarge,
     GitHubForbidden,
     GitHubNotFound,
     GitHubPermanentError,
     GitHubUnprocessable,
 )
+from tests.fakes.github_state import diff_snapshots
 
 REPLY_MARKER = "<!-- threshold-bot:reply"
 
@@ -73,6 +76,8 @@ class RecordingGitHub:
     reject_lines: bool = False  # GitHub answers 422 to a review with line comments
     conflict: bool = False  # GitHub answers 409 to a commit (the file's SHA moved)
     review_forbidden: bool = False  # the App may not post reviews
+    max_file_bytes: int | None = None  # file_text refuses larger files, as the client does
+    unreadable: dict[str, GitHubError] = field(default_factory=dict)  # path -> file_text raises
     _ids: int = 100
 
     # ------------------------------------------------------------ arranging
@@ -119,7 +124,8 @@ class RecordingGitHub:
         return pull
 
     def merged_pull(self, number: int, title: str, sha: str) -> PullInfo:
-        """Record that commit ``sha`` came with merged PR ``number``."""
+        """Record that commit ``sha`` came with merged PR ``number``; the PR's files are what
+        ``sha`` changed on main (with their patches)."""
         pull = PullInfo(
             number=number,
             title=title,
@@ -135,6 +141,12 @@ class RecordingGitHub:
             head_repo=self.repo,
         )
         self.commit_pulls.setdefault(sha, []).append(pull)
+        at = self.commits.index(sha) if sha in self.commits else 0
+        old = self.snapshots[self.commits[at - 1]] if at else {}
+        self.pull_file_list[number] = [
+            ChangedFile(path=c.path, status=c.status, patch=c.patch)
+            for c in diff_snapshots(old, self.snapshots.get(sha, {}))
+        ]
         return pull
 
     def writes(self) -> list[str]:
@@ -156,14 +168,20 @@ class RecordingGitHub:
             return pull
         return replace(pull, head_sha=self.branches.get(pull.head_ref, pull.head_sha))
 
-    def pull_files(self, repo: str, number: int) -> list[ChangedFile]:
+    def pull_files(self, repo: str, number: int, limit: int | None = None) -> list[ChangedFile]:
         self.calls.append(("pull_files", (repo, number)))
-        return list(self.pull_file_list[number])
+        return list(self.pull_file_list[number])[:limit]
 
     def file_text(self, repo: str, path: str, ref: str) -> str | None:
         self.calls.append(("file_text", (repo, path, ref)))
+        if path in self.unreadable:
+            raise self.unreadable[path]
         sha = self.commits[-1] if ref == "main" else self.branches.get(ref, ref)
-        return self.snapshots.get(sha, {}).get(path)
+        text = self.snapshots.get(sha, {}).get(path)
+        size = len(text.encode()) if text is not None else 0
+        if self.max_file_bytes is not None and size > self.max_file_bytes:
+            raise GitHubFileTooLarge(path, size, self.max_file_bytes)
+        return text
 
     def merge_base(self, repo: str, base: str, head: str) -> str:
         self.calls.append(("merge_base", (repo, base, head)))

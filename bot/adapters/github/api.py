@@ -44,6 +44,7 @@ class ChangedFile:
     path: str
     status: str  # added / removed / modified / renamed / copied / changed / unchanged
     previous_path: str | None = None
+    patch: str | None = None  # the unified diff; GitHub sends none for binary or huge diffs
 
 
 @dataclass(frozen=True)
@@ -100,12 +101,15 @@ class GitHubAPI(Protocol):
         """The pull request ``number``."""
         ...
 
-    def pull_files(self, repo: str, number: int) -> list[ChangedFile]:
-        """Every file in the PR's diff (all pages)."""
+    def pull_files(self, repo: str, number: int, limit: int | None = None) -> list[ChangedFile]:
+        """Every file in the PR's diff (all pages), or only its first ``limit`` files (one
+        request for ``limit`` <= 100)."""
         ...
 
     def file_text(self, repo: str, path: str, ref: str) -> str | None:
-        """The text of ``path`` at ``ref``; None when the file (or the ref) does not exist."""
+        """The text of ``path`` at ``ref``; None when the file (or the ref) does not exist.
+
+        Raises ``GitHubFileTooLarge`` for a file over the client's size limit, unread."""
         ...
 
     def merge_base(self, repo: str, base: str, head: str) -> str:

@@ -13,7 +13,7 @@ from github import Auth, Github, GithubRetry
 
 from bot.adapters.github.api import GitHubFactory
 from bot.adapters.github.client import GitHubClient
-from bot.adapters.settings import Settings
+from bot.adapters.settings import DEFAULT_MAX_FILE_BYTES, Settings
 
 DEFAULT_API_URL = "https://api.github.com"
 
@@ -31,9 +31,11 @@ class GitHubApp:
         retries: int = 3,
         backoff: float = 0.5,
         throttle: bool = True,
+        max_file_bytes: int = DEFAULT_MAX_FILE_BYTES,
     ) -> None:
         """``throttle`` spaces writes 1 s apart, as GitHub asks of integrations; reads are
-        never delayed.  ``throttle=False`` (local fakes) sends everything at once."""
+        never delayed.  ``throttle=False`` (local fakes) sends everything at once.
+        ``max_file_bytes``: the largest file the clients read from a repository."""
         self.app_id = int(app_id)
         self._auth = Auth.AppAuth(self.app_id, private_key)
         self._base_url = base_url.rstrip("/")
@@ -41,6 +43,7 @@ class GitHubApp:
         self._retries = retries
         self._backoff = backoff
         self._throttle = throttle
+        self._max_file_bytes = max_file_bytes
         self._local = threading.local()
 
     def _retry(self) -> GithubRetry:
@@ -66,7 +69,9 @@ class GitHubApp:
                 seconds_between_requests=None,
                 seconds_between_writes=1.0 if self._throttle else None,
             )
-            client = cache[installation_id] = GitHubClient(gh, app_id=self.app_id)
+            client = cache[installation_id] = GitHubClient(
+                gh, app_id=self.app_id, max_file_bytes=self._max_file_bytes
+            )
         return client
 
 
@@ -84,7 +89,13 @@ def client_factory(settings: Settings, *, throttle: bool | None = None) -> GitHu
     if throttle is None:
         host = urlsplit(settings.github_api_url).hostname or ""
         throttle = host not in ("127.0.0.1", "localhost", "::1")
-    app = GitHubApp(settings.app_id, key, base_url=settings.github_api_url, throttle=throttle)
+    app = GitHubApp(
+        settings.app_id,
+        key,
+        base_url=settings.github_api_url,
+        throttle=throttle,
+        max_file_bytes=settings.max_file_bytes,
+    )
     return app.installation
 
 

@@ -9,6 +9,7 @@ after a transient failure the resource is looked up again before a second attemp
 from __future__ import annotations
 
 import base64
+import itertools
 from collections.abc import Callable, Iterator
 from dataclasses import replace
 from datetime import UTC, datetime
@@ -17,7 +18,9 @@ from urllib.parse import quote
 
 from github import Github, GithubException
 from github.CheckRun import CheckRun
+from github.File import File
 from github.IssueComment import IssueComment
+from github.PaginatedList import PaginatedList
 from github.PullRequest import PullRequest
 from github.PullRequest import ReviewComment as GithubReviewComment
 from github.Repository import Repository
@@ -34,18 +37,33 @@ from bot.adapters.github.api import (
     Reaction,
     ReviewComment,
 )
-from bot.adapters.github.errors import GitHubPermanentError, GitHubTransientError, translated
+from bot.adapters.github.errors import (
+    GitHubFileTooLarge,
+    GitHubPermanentError,
+    GitHubTransientError,
+    translated,
+)
+from bot.adapters.settings import DEFAULT_MAX_FILE_BYTES
 from bot.core.permissions import effective_level
 
 T = TypeVar("T")
+OBJECT_MEDIA_TYPE = "application/vnd.github.object+json"  # a file's size, and content to 1 MB
 
 
 class GitHubClient:
     """``GitHubAPI`` over PyGithub, for one installation (``repo`` is ``owner/name``)."""
 
-    def __init__(self, gh: Github, *, app_id: int | None = None) -> None:
+    def __init__(
+        self,
+        gh: Github,
+        *,
+        app_id: int | None = None,
+        max_file_bytes: int = DEFAULT_MAX_FILE_BYTES,
+    ) -> None:
+        """``max_file_bytes``: ``file_text`` refuses larger files (``GitHubFileTooLarge``)."""
         self._gh = gh
         self._app_id = app_id
+        self._max_file_bytes = max_file_bytes
 
     def _repo(self, repo: str) -> Repository:
         return self._gh.get_repo(repo)  # lazy: no request until used
@@ -59,30 +77,53 @@ class GitHubClient:
         return replace(_pull_info(pr), maintainer_can_modify=bool(pr.maintainer_can_modify))
 
     @translated
-    def pull_files(self, repo: str, number: int) -> list[ChangedFile]:
-        """Every file in the PR's diff (all pages)."""
-        files = self._repo(repo).get_pull(number).get_files()
+    def pull_files(self, repo: str, number: int, limit: int | None = None) -> list[ChangedFile]:
+        """Every file in the PR's diff (all pages), or only its first ``limit`` files (one
+        request for ``limit`` <= 100)."""
+        gh_repo = self._repo(repo)
+        params = {} if limit is None else {"per_page": max(1, min(limit, 100))}
+        files = PaginatedList(
+            File, gh_repo.requester, f"{gh_repo.url}/pulls/{number}/files", params
+        )
         return [
-            ChangedFile(path=f.filename, status=f.status, previous_path=f.previous_filename)
-            for f in files
+            ChangedFile(
+                path=f.filename, status=f.status, previous_path=f.previous_filename, patch=f.patch
+            )
+            for f in itertools.islice(files, limit)
         ]
 
     @translated
     def file_text(self, repo: str, path: str, ref: str) -> str | None:
-        """The text of ``path`` at ``ref``; None when the file (or the ref) does not exist."""
+        """The text of ``path`` at ``ref``; None when the file (or the ref) does not exist.
+
+        GitHub's contents API sends files over 1 MB only in its ``raw`` and ``object`` media
+        types (JSON gets 403 ``too_large``).  One request in the ``object`` media type gives
+        the size, and the content up to 1 MB; a larger file then comes from the blob API (up
+        to GitHub's 100 MB).  A file over ``max_file_bytes`` raises ``GitHubFileTooLarge``
+        before its content is downloaded.
+        """
         gh_repo = self._repo(repo)
         try:
-            content = gh_repo.get_contents(path, ref=ref)
+            _, meta = gh_repo.requester.requestJsonAndCheck(
+                "GET",
+                f"{gh_repo.url}/contents/{quote(path)}",
+                parameters={"ref": ref},
+                headers={"Accept": OBJECT_MEDIA_TYPE},
+                follow_302_redirect=True,
+            )
         except GithubException as exc:
             if exc.status == 404:
                 return None
             raise
-        if isinstance(content, list) or content.type != "file":
-            return None
-        if content.encoding == "base64" and content.content is not None:
-            raw = content.decoded_content
-        else:  # files over 1 MB come without content: read the blob instead
-            blob = gh_repo.get_git_blob(content.sha)
+        if not isinstance(meta, dict) or meta.get("type") != "file":
+            return None  # a directory, a submodule, a symlink out of the repository
+        size = int(meta.get("size") or 0)
+        if size > self._max_file_bytes:
+            raise GitHubFileTooLarge(path, size, self._max_file_bytes)
+        if meta.get("encoding") == "base64":
+            raw = base64.b64decode(meta.get("content") or "")
+        else:  # over 1 MB: no content in the object media type
+            blob = gh_repo.get_git_blob(str(meta["sha"]))
             raw = (
                 base64.b64decode(blob.content)
                 if blob.encoding == "base64"

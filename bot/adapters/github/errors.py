@@ -2,7 +2,7 @@
 
 - ``GitHubTransientError``: 5xx, rate limits, network failures: retry later;
 - ``GitHubNotFound`` / ``GitHubForbidden`` / ``GitHubUnprocessable`` /
-  ``GitHubPermanentError``: retrying will not help.
+  ``GitHubFileTooLarge`` / ``GitHubPermanentError``: retrying will not help.
 """
 
 from __future__ import annotations
@@ -47,6 +47,20 @@ class GitHubForbidden(GitHubPermanentError):
 
 class GitHubUnprocessable(GitHubPermanentError):
     """422: GitHub rejected the request's content (e.g. a stale file SHA)."""
+
+
+class GitHubFileTooLarge(GitHubPermanentError):
+    """A file larger than the bot reads (the ``MAX_FILE_BYTES`` setting), refused unread."""
+
+    def __init__(self, path: str, size: int, limit: int) -> None:
+        super().__init__(
+            f"{path} is {_bytes(size)}, over the limit of {_bytes(limit)} (MAX_FILE_BYTES)"
+        )
+        self.path, self.size, self.limit = path, size, limit
+
+
+def _bytes(n: int) -> str:
+    return f"{n / 1024 / 1024:.1f} MB" if n >= 1024 * 1024 else f"{n:,} bytes"
 
 
 def translate(exc: Exception) -> GitHubError:

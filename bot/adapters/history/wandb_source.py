@@ -131,7 +131,9 @@ def source_run(attrs: Mapping[str, Any], summary_keys: Mapping[str, str]) -> Sou
         )
     except (KeyError, ValidationError) as exc:
         raise BadHistory(f"W&B run {attrs.get('id')!r} is malformed: {exc}") from exc
-    return SourceRun(run, summary.non_numeric, summary.non_finite)
+    return SourceRun(
+        run, summary.non_numeric, summary.non_finite, summary.flattened, summary.numeric_strings
+    )
 
 
 def failure_reason(message: str, timeout: float) -> str:

@@ -6,7 +6,8 @@ handler wants it).  The queue only carries delivery ids: anything not ``done``,
 ``failed`` or ``ignored`` is re-enqueued after a crash.  ``claim`` is one atomic
 ``UPDATE`` so a delivery enqueued twice still runs once at a time; a running
 delivery holds a lease its worker renews, and a lease that runs out (the worker
-died) lets another worker take it over.
+died) lets another worker take it over; so does a holder known to be dead (a
+crashed process on the same host: ``recoverable(gone=...)``).
 
 Timestamps are stored as naive UTC and returned as aware UTC.  The statements are
 built once with bound parameters (plain Core, no ORM unit of work) since they run
@@ -380,13 +381,22 @@ def renew_leases(sessions: Sessions, owner: str, lease: float) -> int:
         return _count(conn.execute(_RENEW, params))
 
 
-def recoverable(sessions: Sessions, stuck_after: float | None = None) -> list[Delivery]:
+def holders(sessions: Sessions) -> set[str]:
+    """The workers holding a ``running`` delivery (``claimed_by``)."""
+    query = select(_C.claimed_by).where(_C.status == "running").distinct()
+    with sessions.kw["bind"].connect() as conn:
+        return {h for h in conn.execute(query).scalars() if h}
+
+
+def recoverable(
+    sessions: Sessions, stuck_after: float | None = None, gone: Sequence[str] = ()
+) -> list[Delivery]:
     """Open deliveries that no live worker holds, oldest first (as found), to re-enqueue.
 
-    A ``running`` delivery whose lease ran out (its worker died) goes back to
-    ``queued``.  With ``stuck_after`` (seconds) only deliveries queued or due that
-    long ago are included, so a periodic sweep leaves a healthy backlog alone;
-    without it (at start-up), every ``queued`` and ``retry`` delivery.
+    A ``running`` delivery whose lease ran out, or whose holder is in ``gone`` (workers
+    known to be dead), goes back to ``queued``.  With ``stuck_after`` (seconds) only
+    deliveries queued or due that long ago are included, so a periodic sweep leaves a
+    healthy backlog alone; without it (at start-up), every ``queued`` and ``retry`` delivery.
     """
     now = now_utc()
     waiting: ColumnElement[bool] = _C.status.in_(("queued", "retry"))
@@ -395,7 +405,7 @@ def recoverable(sessions: Sessions, stuck_after: float | None = None) -> list[De
         waiting = ((_C.status == "queued") & (_C.updated_at < old)) | (
             (_C.status == "retry") & (_C.next_attempt_at < old)
         )
-    expired = (_C.status == "running") & (_C.lease_until < now)
+    expired = (_C.status == "running") & ((_C.lease_until < now) | _C.claimed_by.in_(list(gone)))
     with _writing(sessions) as conn:
         rows = conn.execute(select(T).where(waiting | expired).order_by(_C.received_at)).mappings()
         found = [_public(r) for r in rows]

@@ -1,13 +1,20 @@
-"""The words of a gate review: short sentences a maintainer reads at a glance."""
+"""The words of a gate review: short sentences a maintainer reads at a glance.
+
+Names from outside are quoted in backticks only where the sentence would be ambiguous
+without them (``no run has `eval/all/avg_score` ``); the comment shows those as code.
+"""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import datetime
 
+from bot.core.analysis.failures import Diagnosis
 from bot.core.formatting import day_month, move, plural, significant
 from bot.core.models import Change, Failures, WindowInfo
 
 __all__ = [
+    "describe_missing",
     "describe_old",
     "describe_proposed",
     "short_window_warning",
@@ -15,41 +22,94 @@ __all__ = [
 ]
 
 
-def _moved_phrase(change: Change, metric: str) -> str:
-    """``after the change that moved m 0.285 → 0.238`` (the gate's metric if it moved)."""
+def _moved_phrase(change: Change, metric: str, lead: str = "after", of: str = "") -> str:
+    """``after the change that moved m 0.285 → 0.238`` (the gate's metric if it moved);
+    ``of``: `` of 20 Jun`` to date the change."""
     if not change.metrics:
-        return "after a regime change"
+        return f"{lead} a regime change{of}"
     name = metric if metric in change.metrics else next(iter(change.metrics))
     shift = change.metrics[name]
-    return f"after the change that moved {name} {move(shift.before, shift.after)}"
+    return f"{lead} the change{of} that moved {name} {move(shift.before, shift.after)}"
+
+
+def _streak(diagnosis: Diagnosis, since: datetime | None, reference: datetime | None) -> str:
+    """``; the newest 3 fail in a row, since 7 Sep`` when the newest runs fail."""
+    if not diagnosis.streak or since is None:
+        return ""
+    when = day_month(since, reference)
+    if diagnosis.streak == 1:
+        return f"; the newest run fails ({when})"
+    return f"; the newest {diagnosis.streak} fail in a row, since {when}"
 
 
 def describe_old(
-    recent: Failures,
+    diagnosis: Diagnosis,
     *,
     metric: str,
-    shift: Change | None = None,
-    since_shift: Failures | None = None,
+    runs: int,
+    change: Change | None = None,
+    streak_since: datetime | None = None,
     within_current_regime: bool = True,
     reference: datetime | None = None,
 ) -> str:
-    """How the current value fares: passing, flaky or failing since a regime change."""
-    if recent.total == 0:
+    """How the current value fares, in the words of its case (:func:`failures.diagnose`).
+
+    ``runs``: how many runs have ``metric``; ``change``: the change the case is tied to;
+    ``streak_since``: ``created_at`` of the newest failing streak's first run; dates are
+    written against ``reference`` (the newest run).
+    """
+    d, recent = diagnosis, diagnosis.recent
+    case, since = d.classification, d.since_change
+    if case == "no_data":
         return f"no finished run has {metric}"
-    if recent.failed == 0:
+    if case == "passing":
         if recent.total == 1:
             return "passes the only recent run"
         return f"passes all {recent.total} recent runs"
-    if shift is not None and since_shift is not None:
-        when = day_month(shift.at, reference)
-        if since_shift.failed == since_shift.total:
-            head = f"failing every run since {when}"
-        else:
-            runs = plural(since_shift.total, "run")
-            head = f"failing {since_shift.failed} of {runs} since {when}"
-        return f"{head} — {_moved_phrase(shift, metric)}"
+    if case == "failing_every_run" and streak_since is not None:
+        whole = ": the whole history" if d.streak == runs else ""
+        text = (
+            f"fails every run since {day_month(streak_since, reference)}"
+            f" ({plural(d.streak, 'run')} in a row{whole})"
+        )
+        if change is None:
+            return text
+        of = "" if change.at == streak_since else f" of {day_month(change.at, reference)}"
+        return f"{text}, {_moved_phrase(change, metric, 'since', of)}"
+    if case == "failed_before_change" and change is not None and since is not None:
+        return (
+            f"passes every run since {day_month(change.at, reference)}"
+            f" ({plural(since.total, 'run')}), {_moved_phrase(change, metric)};"
+            f" its {plural(recent.failed, 'failure')} in the last {recent.total} runs"
+            " were all before it"
+        )
+    tail = _streak(d, streak_since, reference)
+    if case == "shifted" and change is not None and since is not None:
+        when = day_month(change.at, reference)
+        head = (
+            f"fails every run since {when}"
+            if since.failed == since.total
+            else f"fails {since.failed} of {plural(since.total, 'run')} since {when}"
+        )
+        return f"{head}, {_moved_phrase(change, metric)}{tail}"
     where = "within the current regime" if within_current_regime else "across regimes"
-    return f"{recent.failed} of {recent.total} recent runs fail, scattered {where} (flaky)"
+    rate = f"{round(100 * recent.failed / recent.total)}%"
+    return (
+        f"fails {recent.failed} of {recent.total} recent runs ({rate}), scattered {where}"
+        f" (flaky){tail}"
+    )
+
+
+def describe_missing(
+    metric: str, *, closest: Sequence[str], read: int, finished: int, others_have_it: bool
+) -> str:
+    """Why a gate cannot be verified: no (finished) run has ``metric``; how many runs were
+    read; the history's keys ``closest`` to it (``did you mean …?``)."""
+    who = "no finished run" if others_have_it else "no run"
+    runs = plural(read, "run") + " read" + (f", {finished} finished" if finished != read else "")
+    if closest:
+        runs += "; did you mean " + " or ".join(f"`{key}`" for key in closest) + "?"
+    return f"cannot verify: {who} has `{metric}` ({runs})"
 
 
 def describe_proposed(

@@ -272,6 +272,8 @@ def detect_regimes(
                 before_at=before.created_at,
                 before_commit=before.commit,
                 after_commit=after.commit,
+                earlier_commit=runs[b - 2].commit if b >= 2 else None,
+                later_commit=runs[b + 1].commit if b + 1 < n else None,
                 metrics=_moved_metrics(stretches, i, detected, beta, settings),
             )
         )

@@ -10,28 +10,28 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 
-import numpy as np
-
 from bot.core.analysis.explain import (
+    describe_missing,
     describe_old,
     describe_proposed,
     short_window_warning,
     straddle_warning,
 )
 from bot.core.analysis.failures import (
-    classify,
+    Diagnosis,
     count_failures,
+    diagnose,
     failing_mask,
     failing_streak,
-    find_shift,
     tally,
 )
-from bot.core.analysis.limits import looser_by, looser_than_rule, recompute_limit, rounding_step
+from bot.core.analysis.keys import closest_keys, resolve_key, summary_keys
+from bot.core.analysis.limits import looser_by, recompute_limit, rounding_step
 from bot.core.analysis.regimes import detect_regimes
+from bot.core.analysis.verdicts import conclusion_of, verdict_of
 from bot.core.analysis.windows import (
     BoolArray,
     FloatArray,
-    IntArray,
     Series,
     run_times,
     series_of,
@@ -45,59 +45,16 @@ from bot.core.models import (
     GateChange,
     GateReview,
     History,
-    Op,
     Regime,
     RegimeSettings,
     Review,
     RuleSettings,
     Run,
     UnboundVariable,
-    Verdict,
     WindowInfo,
 )
 
-__all__ = [
-    "ACTION_VERDICTS",
-    "build_review",
-    "conclusion_of",
-    "merge_reviews",
-    "unavailable_review",
-    "verdict_of",
-]
-
-ACTION_VERDICTS: frozenset[str] = frozenset({"too_tight", "looser_than_rule", "unchanged_failing"})
-
-
-def conclusion_of(verdicts: Iterable[Verdict], *, history_ok: bool = True) -> Conclusion:
-    """``neutral`` without history, ``action_required`` if any verdict needs action, else
-    ``success``."""
-    if not history_ok:
-        return "neutral"
-    return "action_required" if any(v in ACTION_VERDICTS for v in verdicts) else "success"
-
-
-def verdict_of(
-    *,
-    changed: bool,
-    window: Failures,
-    proposed: float,
-    recomputed: float | None,
-    decimals: int,
-    op: Op,
-) -> Verdict:
-    """The verdict table (docs/limit-rule.md) for one gate.
-
-    ``window``: failures of the proposed value in the window. A changed gate is
-    ``looser_than_rule`` when it is more permissive than ``recomputed`` by more than one
-    rounding step at ``decimals``.
-    """
-    if window.total == 0 or recomputed is None:
-        return "no_data"
-    if not changed:
-        return "unchanged_failing" if window.failed else "unchanged"
-    if window.failed:
-        return "too_tight"
-    return "looser_than_rule" if looser_than_rule(proposed, recomputed, decimals, op) else "ok"
+__all__ = ["build_review", "merge_reviews", "unavailable_review"]
 
 
 @dataclass
@@ -107,17 +64,40 @@ class _Context:
     runs: Sequence[Run]
     regimes: list[Regime]
     changes: list[Change]
+    read: int = 0  # runs read, in any state
+    unfinished_keys: frozenset[str] = frozenset()  # summary keys of runs not finished
     times: FloatArray = field(init=False)
+    keys: frozenset[str] = field(init=False)  # summary keys of the finished runs
     columns: dict[str, Series] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         self.times = run_times(self.runs)
+        self.keys = summary_keys(self.runs)
+
+    def key(self, metric: str) -> str:
+        """The summary key ``metric`` reads (``eval.acc`` reads a nested ``eval/acc``)."""
+        return resolve_key(metric, self.keys)
 
     def series(self, metric: str) -> Series:
         """``metric`` over the finished runs having it (extracted once, then cached)."""
-        if metric not in self.columns:
-            self.columns[metric] = series_of(self.runs, metric, self.times)
-        return self.columns[metric]
+        key = self.key(metric)
+        if key not in self.columns:
+            self.columns[key] = series_of(self.runs, key, self.times)
+        return self.columns[key]
+
+    def closest(self, metric: str) -> tuple[str, ...]:
+        """The finished runs' keys most like ``metric``, which none of them has."""
+        return closest_keys(metric, self.keys)
+
+    def missing(self, metric: str) -> str:
+        """Why a gate on ``metric``, which no finished run has, cannot be verified."""
+        return describe_missing(
+            metric,
+            closest=self.closest(metric),
+            read=self.read,
+            finished=len(self.runs),
+            others_have_it=resolve_key(metric, self.unfinished_keys) in self.unfinished_keys,
+        )
 
     def regime_start(self, metric: str) -> datetime | None:
         """Start of ``metric``'s current regime: its newest change (None: all runs)."""
@@ -131,7 +111,8 @@ class _Context:
 
     def changes_of(self, metric: str) -> list[Change]:
         """Regime changes that moved ``metric`` (all of them if none records its metrics)."""
-        moved = [c for c in self.changes if metric in c.metrics]
+        key = self.key(metric)
+        moved = [c for c in self.changes if key in c.metrics]
         return moved if moved or any(c.metrics for c in self.changes) else list(self.changes)
 
 
@@ -151,24 +132,40 @@ def _gate_warnings(
     return warnings
 
 
+def _directions(changes: Sequence[Change], key: str, lower: bool) -> tuple[list[int], list[int]]:
+    """Positions of ``changes`` that moved ``key`` toward failing a lower (``lower``) or upper
+    bound, and away from it; a change that records no move of ``key`` counts as both."""
+    toward: list[int] = []
+    away: list[int] = []
+    for change in changes:
+        shift = change.metrics.get(key)
+        if shift is None or shift.after == shift.before:
+            toward.append(change.index)
+            away.append(change.index)
+        else:
+            (toward if (shift.after < shift.before) == lower else away).append(change.index)
+    return toward, away
+
+
 def _explain_old(
-    ctx: _Context, gate: Gate, fails: BoolArray, index: IntArray, recent: Failures, lookback: int
-) -> str:
+    ctx: _Context, gate: Gate, history: Series, fails: BoolArray, lookback: int
+) -> tuple[Diagnosis, str]:
+    """The case of the old value (``failures.diagnose``) and its words."""
+    key = ctx.key(gate.metric)
     changes = ctx.changes_of(gate.metric)
-    at = find_shift(fails, index, [c.index for c in changes])
-    shift = next((c for c in changes if c.index == at), None)
-    since_shift = None
-    if shift is not None:
-        since_shift = tally(fails[int(np.searchsorted(index, shift.index)) :])
+    toward, away = _directions(changes, key, gate.is_lower_bound)
+    found = diagnose(fails, history.index, lookback=lookback, toward=toward, away=away)
     within = True
-    if changes and recent.failed:
-        first_failure = index[-lookback:][fails[-lookback:]][0]
+    if changes and found.recent.failed:
+        first_failure = history.index[-lookback:][fails[-lookback:]][0]
         within = bool(first_failure >= changes[-1].index)
-    return describe_old(
-        recent,
-        metric=gate.metric,
-        shift=shift,
-        since_shift=since_shift,
+    streak_since = ctx.runs[int(history.index[-found.streak])].created_at if found.streak else None
+    return found, describe_old(
+        found,
+        metric=key,
+        runs=len(history),
+        change=next((c for c in changes if c.index == found.change), None),
+        streak_since=streak_since,
         within_current_regime=within,
         reference=ctx.newest,
     )
@@ -178,9 +175,9 @@ def _review_gate(ctx: _Context, change: GateChange, rule: RuleSettings, source: 
     head, old_gate = change.head, change.base or change.head
     lookback = rule.failure_lookback
 
-    window = ctx.series(head.metric)
-    window = window.tail(
-        window_start(window, rule.window, regime_start=ctx.regime_start(head.metric))
+    head_series = ctx.series(head.metric)
+    window = head_series.tail(
+        window_start(head_series, rule.window, regime_start=ctx.regime_start(head.metric))
     )
     info = window.info(rule.window, ctx.runs)
     limit = recompute_limit(window.values, head.op, old_gate.literal, rule)
@@ -191,7 +188,6 @@ def _review_gate(ctx: _Context, change: GateChange, rule: RuleSettings, source: 
     fails = failing_mask(history.values, old_gate.op, old_gate.value)
     old_failures = tally(fails[-lookback:])
     streak, failing_since = failing_streak(fails, history.index, ctx.runs)
-    changes = [c.index for c in ctx.changes_of(old_gate.metric)]
 
     verdict = verdict_of(
         changed=change.changed,
@@ -201,8 +197,18 @@ def _review_gate(ctx: _Context, change: GateChange, rule: RuleSettings, source: 
         decimals=decimals,
         op=head.op,
     )
-    parts = [_explain_old(ctx, old_gate, fails, history.index, old_failures, lookback)]
-    if change.changed and (proposed_failures.total or fails.size):
+    closest: tuple[str, ...] = ()
+    if len(history):
+        diagnosis, old_words = _explain_old(ctx, old_gate, history, fails, lookback)
+        parts = [old_words]
+    else:
+        diagnosis, parts = Diagnosis("no_data", old_failures), [ctx.missing(old_gate.metric)]
+        closest = ctx.closest(old_gate.metric)
+    if change.changed and not len(head_series):
+        if ctx.key(head.metric) != ctx.key(old_gate.metric):
+            parts.append(ctx.missing(head.metric))
+            closest = ctx.closest(head.metric)
+    elif change.changed:
         rule_limit = recomputed if verdict == "looser_than_rule" else None
         parts.append(
             describe_proposed(
@@ -236,11 +242,15 @@ def _review_gate(ctx: _Context, change: GateChange, rule: RuleSettings, source: 
         failing_since=failing_since,
         verdict=verdict,
         changed=change.changed,
-        classification=classify(fails, history.index, lookback=lookback, changes=changes),
+        classification=diagnosis.classification,
         explanation="; ".join(parts),
         decimals=decimals,
-        source=head.source.describe() if head.source else source,
+        source=source or (head.source.describe() if head.source else ""),
+        declared_source=head.declared,
         warnings=tuple(_gate_warnings(ctx, head, window, info, rule)),
+        old_literal=old_gate.literal,
+        proposed_literal=head.literal,
+        closest_keys=closest,
     )
 
 
@@ -260,13 +270,14 @@ def build_review(
     """
     runs = history.finished
     regimes, changes = detect_regimes(runs, regime_settings) if detected is None else detected
-    ctx = _Context(runs, list(regimes), list(changes))
+    unfinished = summary_keys(r for r in history.runs if r.state != "finished")
+    ctx = _Context(runs, list(regimes), list(changes), len(history.runs), unfinished)
     reviews = tuple(_review_gate(ctx, change, rule, history.source) for change in gates)
     notes = list(warnings)
     if not runs:
         notes.append("the history has no finished runs")
     return Review(
-        conclusion=conclusion_of(g.verdict for g in reviews),
+        conclusion=conclusion_of(reviews),
         gates=reviews,
         regimes=tuple(regimes),
         changes=tuple(changes),
@@ -285,7 +296,8 @@ def unavailable_review(
     rule: RuleSettings = RuleSettings(),
     unbound: Sequence[UnboundVariable] = (),
 ) -> Review:
-    """The review when the history could not be read: every gate ``no_data``, ``neutral``."""
+    """The review when the history could not be read: every gate ``no_data``;
+    ``action_required`` when the PR changes a gate (it cannot be verified), else ``neutral``."""
     empty = Failures(failed=0, total=0)
     reviews = tuple(
         GateReview(
@@ -309,11 +321,15 @@ def unavailable_review(
             classification="no_data",
             explanation=f"history unavailable: {error}",
             source=c.head.source.describe() if c.head.source else "",
+            declared_source=c.head.declared,
+            old_literal=(c.base or c.head).literal,
+            proposed_literal=c.head.literal,
         )
         for c in gates
     )
+    conclusion = "action_required" if conclusion_of(reviews) == "action_required" else "neutral"
     return Review(
-        conclusion="neutral", gates=reviews, rule=rule, unbound=tuple(unbound), error=error
+        conclusion=conclusion, gates=reviews, rule=rule, unbound=tuple(unbound), error=error
     )
 
 
@@ -327,7 +343,8 @@ def merge_reviews(reviews: Sequence[Review]) -> Review:
     Gates, warnings, unbound variables and pulls are concatenated; regimes, changes and history
     statistics are those of the source with the most gates. The conclusion is
     ``action_required`` if any part requires action (a maintainer must act on it whatever else
-    could not be checked), else ``neutral`` if any history could not be read, else ``success``.
+    could not be checked), else ``neutral`` if any part is (a history could not be read, or an
+    unchanged gate has no data), else ``success``.
     Errors are joined, each prefixed by its source.
     """
     if not reviews:

@@ -24,6 +24,7 @@ from functools import partial
 from pathlib import PurePosixPath
 from typing import Any, cast, get_args
 
+from bot.core.history.runs import Summary, read_summary
 from bot.core.history.sources import BadHistory
 from bot.core.models import History, HistoryStats, Run, RunState, SourceSpec, as_utc
 
@@ -44,6 +45,8 @@ class _Parsed:
     run: Run
     non_finite: int
     non_numeric: int
+    flattened: int = 0
+    numeric_strings: int = 0
 
 
 # --------------------------------------------------------------------------- values
@@ -100,21 +103,6 @@ def _finite(summary: dict[str, float]) -> int:
     return len(bad)
 
 
-def _float(value: float | int) -> float:
-    """``value`` as a float; an integer too large for one is infinite (counted as such)."""
-    try:
-        return float(value)
-    except OverflowError:
-        return math.inf
-
-
-def _json_summary(raw: dict[str, Any]) -> tuple[dict[str, float], int, int]:
-    """Numbers (not booleans) of a JSON summary; counts of non-finite and non-numeric values."""
-    summary = {k: _float(v) for k, v in raw.items() if type(v) is float or type(v) is int}
-    non_numeric = len(raw) - len(summary)
-    return summary, _finite(summary), non_numeric
-
-
 def _csv_summary(cells: Iterable[tuple[str, str]]) -> tuple[dict[str, float], int, int]:
     """Numbers of a CSV row; an empty cell is an absent value, other text is non-numeric."""
     summary: dict[str, float] = {}
@@ -162,8 +150,10 @@ def _jsonl_line(line: str) -> _Parsed:
         raise _BadLine(f"'summary' must be an object, not {type(raw).__name__}")
     if isinstance(data.get("tags"), str):
         raise _BadLine("'tags' must be a list of strings")
-    summary, non_finite, non_numeric = _json_summary(raw)
-    return _run(data, summary, non_finite, non_numeric)
+    summary: Summary = read_summary(raw)  # nested objects flattened, numeric text read
+    parsed = _run(data, summary.metrics, summary.non_finite, summary.non_numeric)
+    parsed.flattened, parsed.numeric_strings = summary.flattened, summary.numeric_strings
+    return parsed
 
 
 def _numbered_lines(text: str) -> Iterator[tuple[int, str]]:
@@ -202,6 +192,8 @@ def _collect(
         non_numeric_values=sum(p.non_numeric for p in kept.values()),
         duplicate_ids=duplicates,
         skipped_lines=skipped,
+        flattened_values=sum(p.flattened for p in kept.values()),
+        numeric_strings=sum(p.numeric_strings for p in kept.values()),
     )
     return History.model_construct(runs=tuple(runs), stats=stats, source=name)
 

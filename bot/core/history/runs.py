@@ -1,8 +1,14 @@
-"""What remote sources (W&B, MLflow) share: the run-fetcher interface and pure conversions."""
+"""What remote sources (W&B, MLflow) share: the run-fetcher interface and pure conversions.
+
+``read_summary`` is also how history files read a run's summary (``bot.core.history.formats``):
+nested objects are flattened to ``a/b`` keys and numbers written as text are read as numbers,
+both counted (docs/history-format.md#values-and-runs).
+"""
 
 from __future__ import annotations
 
 import math
+import re
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import datetime
@@ -20,6 +26,8 @@ class SourceRun(NamedTuple):
     run: Run
     non_numeric: int = 0
     non_finite: int = 0
+    flattened: int = 0
+    numeric_strings: int = 0
 
 
 class RunFetcher(Protocol):
@@ -39,11 +47,14 @@ class RunFetcher(Protocol):
 
 
 class Summary(NamedTuple):
-    """The finite numeric metrics of one run and how many values were dropped."""
+    """The finite numeric metrics of one run, how many values were dropped, and how many
+    numbers were read from nested objects or from text."""
 
     metrics: dict[str, float]
     non_numeric: int
     non_finite: int
+    flattened: int = 0
+    numeric_strings: int = 0
 
 
 def flatten(raw: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
@@ -63,45 +74,73 @@ def flatten(raw: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
     return {**nested, **flat}
 
 
-def numeric_summary(raw: Mapping[str, Any], summary_keys: Mapping[str, str]) -> Summary:
-    """The finite numeric metrics of a raw summary.
+def read_summary(raw: Mapping[str, Any], skip: Callable[[str], bool] | None = None) -> Summary:
+    """The finite numbers of a raw summary, nested objects flattened (:func:`flatten`).
 
-    Keys starting with ``_`` (W&B internals such as ``_step``, ``_runtime``) are
-    dropped unless ``summary_keys`` asks for them; ``summary_keys`` maps a metric
-    name to the summary key holding its value, which is then also exposed under
-    the metric name.  Booleans, strings, objects and nulls count as non-numeric;
-    NaN and infinities as non-finite.
+    Numbers written as text (``"0.58"``, ``" 1e-3 "``) are read as numbers; booleans, other
+    text, objects, lists and nulls count as non-numeric; NaN and infinities (also as text,
+    and integers beyond a float's range) as non-finite.  Keys for which ``skip`` is true
+    are left out and not counted.
     """
-    flat = flatten(raw)
-    wanted = set(summary_keys.values())
     metrics: dict[str, float] = {}
-    non_numeric = non_finite = 0
-    for key, value in flat.items():
-        if key.startswith("_") and key not in wanted:
+    non_numeric = non_finite = flattened = texts = 0
+    nested = any(isinstance(v, Mapping) for v in raw.values())
+    for key, value in (flatten(raw) if nested else raw).items():
+        if skip is not None and skip(key):
             continue
-        number = _number(value)
+        kind = type(value)
+        if kind is float or kind is int:  # the common case, first
+            number: float | None = _float(value)
+        else:
+            number = _number(value)
+            texts += number is not None and kind is str and math.isfinite(number)
         if number is None:
             non_numeric += 1
         elif not math.isfinite(number):
             non_finite += 1
         else:
             metrics[key] = number
+            flattened += nested and key not in raw
+    return Summary(metrics, non_numeric, non_finite, flattened, texts)
+
+
+def numeric_summary(raw: Mapping[str, Any], summary_keys: Mapping[str, str]) -> Summary:
+    """The finite numeric metrics of a remote run's summary (:func:`read_summary`).
+
+    Keys starting with ``_`` (W&B internals such as ``_step``, ``_runtime``) are
+    dropped unless ``summary_keys`` asks for them; ``summary_keys`` maps a metric
+    name to the summary key holding its value, which is then also exposed under
+    the metric name.
+    """
+    wanted = set(summary_keys.values())
+    summary = read_summary(raw, lambda key: key.startswith("_") and key not in wanted)
     for metric, key in summary_keys.items():
-        if key in metrics:
-            metrics[metric] = metrics[key]
-    return Summary(metrics, non_numeric, non_finite)
+        if key in summary.metrics:
+            summary.metrics[metric] = summary.metrics[key]
+    return summary
+
+
+_DECIMAL = re.compile(r"\s*[+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?\s*")
+_NON_FINITE = frozenset({"nan", "+nan", "-nan", "inf", "+inf", "-inf", "infinity", "-infinity"})
+
+
+def _float(value: float | int) -> float:
+    try:
+        return float(value)
+    except OverflowError:  # an integer beyond a float's range: counted as non-finite
+        return math.inf
 
 
 def _number(value: Any) -> float | None:
     if isinstance(value, bool):
         return None
     if isinstance(value, int | float):
-        try:
+        return _float(value)
+    if isinstance(value, str):
+        if _DECIMAL.fullmatch(value):
             return float(value)
-        except OverflowError:  # an integer beyond a float's range: counted as non-finite
-            return math.inf
-    if isinstance(value, str) and value.lower() in {"nan", "inf", "-inf", "infinity", "-infinity"}:
-        return float(value)  # JSON cannot carry NaN; some servers send it as text
+        if value.strip().lower() in _NON_FINITE:
+            return float(value)  # JSON cannot carry NaN; some servers send it as text
     return None
 
 
@@ -116,5 +155,7 @@ def make_history(runs: Iterable[SourceRun], source: str, *, duplicates: int = 0)
         non_finite_values=sum(r.non_finite for r in ordered),
         non_numeric_values=sum(r.non_numeric for r in ordered),
         duplicate_ids=duplicates,
+        flattened_values=sum(r.flattened for r in ordered),
+        numeric_strings=sum(r.numeric_strings for r in ordered),
     )
     return History(runs=tuple(r.run for r in ordered), stats=stats, source=source)

@@ -19,6 +19,7 @@ from pydantic import BaseModel, ConfigDict
 from bot.core.formatting import day_month_year
 from bot.core.models import Review
 from bot.core.render.markdown import Markdown, code, escape, join, truncate
+from bot.core.render.sources import source_lines
 from bot.core.render.view import (
     check_title,
     gate_row,
@@ -78,12 +79,14 @@ def environment() -> Environment:
     return env
 
 
-def _context(review: Review, repo_url: str | None, app_mode: bool) -> dict[str, object]:
+def _context(
+    review: Review, repo_url: str | None, app_mode: bool, approved: str | None = None
+) -> dict[str, object]:
     metrics = regime_metrics(review)
     return {
         "marker": Markdown(MARKER),
         "review": review,
-        "headline": headline(review),
+        "headline": headline(review, approved),
         "rows": [gate_row(g) for g in review.gates],
         "fold_gates": len(review.gates) > FOLD_GATES,
         "regime_metrics": metrics,
@@ -92,9 +95,12 @@ def _context(review: Review, repo_url: str | None, app_mode: bool) -> dict[str, 
         "regimes_since": day_month_year(review.regimes[0].start) if review.regimes else "",
         "windows": window_groups(review),
         "history": history_phrase(review),
+        "sources": source_lines(review),
         "allowance": review.rule.allowance_percent,
         "fixes": rule_values(review, flagged_only=True),
         "rule_values": rule_values(review, flagged_only=False),
+        "unverified": [] if review.error else [g for g in review.gates if g.verdict == "no_data"],
+        "approved": approved,
         "app_mode": app_mode,
     }
 
@@ -117,18 +123,22 @@ def render_comment(
 
     ``app_mode`` words the "what to do" part for the App (``/rebaseline``, the approve
     button); otherwise it names the edits to make by hand.  ``approved`` is the note of a
-    maintainer approval that covers the proposed values (shown under the verdict).
+    maintainer approval that covers the proposed values: the verdict then says who approved
+    which values, and what the review found.
     """
-    context = _context(review, repo_url, app_mode)
-    context["approved"] = approved
-    text = _render("comment.md.j2", context)
+    text = _render("comment.md.j2", _context(review, repo_url, app_mode, approved))
     return truncate(text, GITHUB_TEXT_LIMIT, _TRUNCATED)
 
 
-def render_check(review: Review, *, repo_url: str | None = None) -> CheckOutput:
-    """The check-run output: title, summary (verdict and gates) and text (regimes, method)."""
-    context = _context(review, repo_url, True)
-    title = check_title(review)
+def render_check(
+    review: Review, *, repo_url: str | None = None, approved: str | None = None
+) -> CheckOutput:
+    """The check-run output: title, summary (verdict and gates) and text (regimes, method).
+
+    ``approved``: as for :func:`render_comment`; it is also the title.
+    """
+    context = _context(review, repo_url, True, approved)
+    title = approved or check_title(review)
     return CheckOutput(
         title=title if len(title) <= TITLE_LIMIT else title[: TITLE_LIMIT - 1] + "…",
         summary=truncate(_render("check_summary.md.j2", context), GITHUB_TEXT_LIMIT, _TRUNCATED),

@@ -22,10 +22,12 @@ COLUMNS = (
 
 def headline_plain(review: Review) -> str:
     """The one-line verdict as plain text."""
-    if review.conclusion == "neutral":
+    if review.error and review.conclusion == "neutral":
         return f"not reviewed: {review.error}"
     counts = verdict_counts(review.gates)
     summary = ", ".join(f"{n} {verdict.replace('_', ' ')}" for verdict, n in counts.items())
+    if review.error:
+        summary += f"; the history could not be read: {review.error}"
     return f"{review.conclusion.replace('_', ' ')}: {summary or 'no gates'}"
 
 

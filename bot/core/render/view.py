@@ -6,11 +6,12 @@ only lay these out.  Outside text is escaped or wrapped in trusted ``Markdown`` 
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from bot.core.analysis.review import ACTION_VERDICTS
+from bot.core.analysis.verdicts import needs_action
 from bot.core.formatting import (
     at_decimals,
     day_month_year,
@@ -23,7 +24,7 @@ from bot.core.render.markdown import Markdown, code, escape, join, link
 
 MOVED_METRICS = 2  # ungated metrics that moved most, shown in the regime table
 MAX_EXTRA_METRICS = 4  # ungated metric columns at most
-MAX_PULLS = 4  # PRs named per regime change (the newest)
+MAX_PULLS = 5  # PRs named per regime change (the most likely: attribution ranks them)
 
 OP_SIGNS = {">=": "≥", ">": ">", "<=": "≤", "<": "<"}
 VERDICT_WORDS = {
@@ -34,6 +35,7 @@ VERDICT_WORDS = {
     "unchanged_failing": "failing, unchanged",
     "no_data": "no data",
 }
+UNVERIFIED = "cannot be verified"  # a changed gate without data
 VERDICT_ICONS = {
     "ok": "✅",
     "unchanged": "✅",
@@ -48,6 +50,27 @@ def _short(sha: str | None) -> str:
     return (sha or "?")[:7]
 
 
+_NUMERIC_LITERAL = re.compile(r"[+-]?(?:\d[\d_]*(?:\.[\d_]*)?|\.\d[\d_]*)(?:[eE][+-]?\d+)?")
+_QUOTED = re.compile(r"\\`(.+?)\\`")  # a `quoted` name once escaped
+
+
+def _value_text(literal: str, value: float, decimals: int) -> str:
+    """A gate's value as its file writes it (``0.50``, ``0.040``); the float at ``decimals``
+    when the literal is unknown."""
+    text = literal.strip()
+    return text if _NUMERIC_LITERAL.fullmatch(text) else at_decimals(value, decimals)
+
+
+def _proposed_text(g: GateReview) -> str:
+    """The proposed value of ``g`` as written."""
+    return _value_text(g.proposed_literal, g.proposed, g.decimals)
+
+
+def _prose(text: str) -> Markdown:
+    """An explanation, escaped, with its `quoted` names in a code font."""
+    return Markdown(_QUOTED.sub(r"<code>\1</code>", escape(text)))
+
+
 @dataclass(frozen=True)
 class GateRow:
     """One gate, with every cell of its table row ready to print."""
@@ -60,6 +83,7 @@ class GateRow:
     old_fails: Markdown
     new_fails: Markdown
     verdict: str
+    explanation: Markdown
 
 
 @dataclass(frozen=True)
@@ -80,7 +104,7 @@ def _fails(failed: int, total: int) -> Markdown:
 
 def gate_row(g: GateReview) -> GateRow:
     """The cells of ``g``'s row in the gates table."""
-    old, new = at_decimals(g.old, g.decimals), at_decimals(g.proposed, g.decimals)
+    old, new = _value_text(g.old_literal, g.old, g.decimals), _proposed_text(g)
     if not g.changed:
         change = Markdown(old)
     elif g.old == g.proposed:
@@ -98,7 +122,10 @@ def gate_row(g: GateReview) -> GateRow:
         window=spread,
         old_fails=_fails(g.old_failures.failed, g.old_failures.total),
         new_fails=_fails(g.proposed_failures.failed, g.proposed_failures.total),
-        verdict=f"{VERDICT_ICONS[g.verdict]} {VERDICT_WORDS[g.verdict]}",
+        verdict=f"❌ {UNVERIFIED}"
+        if g.verdict == "no_data" and needs_action(g)
+        else f"{VERDICT_ICONS[g.verdict]} {VERDICT_WORDS[g.verdict]}",
+        explanation=_prose(g.explanation),
     )
 
 
@@ -113,9 +140,9 @@ def _pull_link(number: int, review: Review, repo_url: str | None) -> Markdown:
 
 def _started_by(change: Change, review: Review, repo_url: str | None) -> Markdown:
     if change.pulls:
-        shown = [_pull_link(n, review, repo_url) for n in change.pulls[-MAX_PULLS:]]
+        shown = [_pull_link(n, review, repo_url) for n in change.pulls[:MAX_PULLS]]
         more = len(change.pulls) - len(shown)
-        return Markdown(", ".join(shown) + (f" and {more} earlier" if more else ""))
+        return Markdown(", ".join(shown) + (f" +{more} more" if more else ""))
     commits = f"{_short(change.before_commit)}…{_short(change.after_commit)}"
     if repo_url and change.before_commit and change.after_commit:
         url = f"{repo_url.rstrip('/')}/compare/{change.before_commit}...{change.after_commit}"
@@ -181,32 +208,59 @@ def _median(regime: Regime, metric: str, moved: bool) -> Markdown:
     return Markdown(f"**{text}**" if moved else text)
 
 
-def headline(review: Review) -> Markdown:
-    """The one-line verdict that opens the comment."""
-    gates = review.gates
-    if review.conclusion == "neutral":
-        reason = escape(review.error or "the run history could not be read", 300)
-        return Markdown(f"⚪ **Not reviewed:** the run history could not be read ({reason}).")
-    if not gates:
-        return Markdown("✅ **No threshold gates** in this change: nothing to review.")
-    flagged = [g for g in gates if g.verdict in ACTION_VERDICTS]
-    if flagged:
-        if len(flagged) <= 3:
-            what = ", ".join(f"{code(g.name)} {VERDICT_WORDS[g.verdict]}" for g in flagged)
-        else:
-            counts = verdict_counts(flagged)
-            what = ", ".join(f"{n} {VERDICT_WORDS[v]}" for v, n in counts.items())
-        noun = "gate needs" if len(flagged) == 1 else "gates need"
-        return Markdown(
-            f"❌ **Action required:** {len(flagged)} of {len(gates)} {noun} attention ({what})."
+def _attention(gates: Sequence[GateReview]) -> str:
+    """``EVAL_MIN too tight, TOKENS_MAX cannot be verified`` (counts beyond three gates)."""
+    if len(gates) <= 3:
+        return ", ".join(
+            f"{code(g.name)} {UNVERIFIED if g.verdict == 'no_data' else VERDICT_WORDS[g.verdict]}"
+            for g in gates
         )
-    missing = sum(g.verdict == "no_data" for g in gates)
-    fit = len(gates) - missing
-    text = f"✅ **No action needed:** {plural(fit, 'gate')} fit the recent runs"
+    counts = Counter(
+        UNVERIFIED if g.verdict == "no_data" else VERDICT_WORDS[g.verdict] for g in gates
+    )
+    return ", ".join(f"{n} {words}" for words, n in counts.items())
+
+
+def _finding(review: Review) -> tuple[str, str, Markdown]:
+    """The review's verdict as ``(icon, label, text)``: never ✅ without evidence."""
+    gates = review.gates
+    total = plural(len(gates), "gate")
+    flagged = [g for g in gates if needs_action(g)]
+    reason = escape(review.error or "the run history could not be read", 300)
+    if flagged:
+        verb = "needs" if len(flagged) == 1 else "need"
+        text = f"{len(flagged)} of {total} {verb} attention ({_attention(flagged)})"
+        if review.error:
+            text += f"; the run history could not be read ({reason})"
+        return "❌", "Action required", Markdown(text)
+    if review.error:
+        return "⚪", "Not reviewed", Markdown(f"the run history could not be read ({reason})")
+    if review.conclusion == "action_required":  # not a gate: e.g. an unreadable file
+        return "❌", "Action required", Markdown("see the notes below")
+    missing = [g for g in gates if g.verdict == "no_data"]
+    fit = len(gates) - len(missing)
+    fits = f"{plural(fit, 'gate')} {'fits' if fit == 1 else 'fit'} the recent runs"
     if missing:
-        names = join(code(g.name) for g in gates if g.verdict == "no_data")
-        text += f"; {missing} without data ({names})"
-    return Markdown(text + ".")
+        names = join(code(g.name) for g in missing)
+        text = f"{len(missing)} of {total} cannot be verified ({names}: no data)"
+        return "⚪", "Not verified", Markdown(text + (f"; {fits}" if fit else ""))
+    return "✅", "No action needed", Markdown(fits)
+
+
+def headline(review: Review, approved: str | None = None) -> Markdown:
+    """The one-line verdict that opens the comment; with ``approved`` (the approval's note),
+    who approved which values, then what the review found."""
+    icon, label, text = _finding(review)
+    if approved:
+        flagged = [g for g in review.gates if needs_action(g)] or list(review.gates)
+        values = join(Markdown(f"{code(g.name)} = {_proposed_text(g)}") for g in flagged)
+        return Markdown(
+            f"✅ **{escape(approved)}** for {values}: the check passes with these values until"
+            f" a push changes any of them. The review found: {text}."
+        )
+    if not review.gates and not review.error:
+        return Markdown("✅ **No threshold gates** in this change: nothing to review.")
+    return Markdown(f"{icon} **{label}:** {text}.")
 
 
 def _window_phrase(info: WindowInfo, review: Review) -> str:
@@ -238,6 +292,16 @@ def history_phrase(review: Review) -> str:
         f"{n} {state}" for state, n in sorted(stats.by_state.items()) if state != "finished" and n
     ]
     text = f"{plural(stats.total, 'run')}: {', '.join(parts)}"
+    reads = [
+        f"{plural(stats.flattened_values, 'nested value')} as flat keys"
+        if stats.flattened_values
+        else "",
+        f"{plural(stats.numeric_strings, 'number')} written as text"
+        if stats.numeric_strings
+        else "",
+    ]
+    if any(reads):
+        text += f"; read {', '.join(r for r in reads if r)}"
     ignored = [
         (stats.non_finite_values, "non-finite value"),
         (stats.non_numeric_values, "non-numeric value"),
@@ -255,10 +319,10 @@ def rule_values(review: Review, *, flagged_only: bool) -> list[tuple[GateReview,
     (what ``/rebaseline`` would write); ``flagged_only``: only gates that need action."""
     values = []
     for g in review.gates:
-        if g.recomputed is None or (flagged_only and g.verdict not in ACTION_VERDICTS):
+        if g.recomputed is None or (flagged_only and not needs_action(g)):
             continue
         value = at_decimals(g.recomputed, g.decimals)
-        if value != at_decimals(g.proposed, g.decimals):
+        if g.recomputed != g.proposed:
             values.append((g, value))
     return values
 
@@ -271,13 +335,15 @@ def verdict_counts(gates: Iterable[GateReview]) -> Counter[str]:
 def check_title(review: Review) -> str:
     """The check run's title, untruncated: ``2 of 5 gates need attention``."""
     gates = review.gates
-    if review.conclusion == "neutral":
+    total = plural(len(gates), "gate")
+    flagged = [g for g in gates if needs_action(g)]
+    if review.error and all(g.verdict == "no_data" for g in flagged):
         return "Run history unavailable"
     if not gates:
         return "No threshold gates"
-    flagged = sum(g.verdict in ACTION_VERDICTS for g in gates)
     if flagged:
-        verb = "needs" if flagged == 1 else "need"
-        return f"{flagged} of {plural(len(gates), 'gate')} {verb} attention"
-    verb = "fits" if len(gates) == 1 else "fit"
-    return f"{plural(len(gates), 'gate')} {verb} the recent runs"
+        return f"{len(flagged)} of {total} {'needs' if len(flagged) == 1 else 'need'} attention"
+    missing = sum(g.verdict == "no_data" for g in gates)
+    if missing:
+        return f"{missing} of {total} cannot be verified"
+    return f"{total} {'fits' if len(gates) == 1 else 'fit'} the recent runs"

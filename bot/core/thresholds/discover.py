@@ -10,6 +10,9 @@ Source precedence for a gate (first that applies):
 5. none (the caller decides, e.g. the CLI's ``--history``).
 
 ``ThresholdFile.source`` is set to what an undeclared gate of the file gets (steps 2-5).
+Each gate's ``declared`` (and the file's) records which of these named its source and
+where: ``config:files.N.gates.M``, ``config:files.N``, ``script:LINE`` or
+``config:default_source``.
 """
 
 from __future__ import annotations
@@ -19,7 +22,7 @@ from functools import lru_cache
 from pathlib import PurePosixPath
 
 from bot.core.config import FileDecl, GateDecl, RepoConfig
-from bot.core.models import Gate, SourceSpec, ThresholdFile
+from bot.core.models import DeclaredSource, Gate, SourceSpec, ThresholdFile
 from bot.core.thresholds.shell import SHELL_SUFFIXES, declared_gate, is_shell_script, parse_shell
 from bot.core.thresholds.structured import parse_structured
 
@@ -84,55 +87,88 @@ def is_candidate(path: str, config: RepoConfig) -> bool:
     return PurePosixPath(path).suffix.lower() in SHELL_SUFFIXES
 
 
+Resolved = tuple[SourceSpec | None, DeclaredSource | None]
+"""A gate's history source and where it is named (both None: no source)."""
+
+
 def resolve_source(
     config: RepoConfig,
-    gate: GateDecl | None,
-    decls: list[FileDecl],
-    named_in_file: SourceSpec | None,
-) -> SourceSpec | None:
-    """A gate's history source, by the precedence in this module's docstring."""
-    for name in [gate.source if gate else None] + [d.source for d in decls]:
-        if name is not None:
-            return config.sources[name]
+    gate: tuple[str, GateDecl] | None,
+    decls: list[tuple[int, FileDecl]],
+    named_in_file: ThresholdFile | None,
+) -> Resolved:
+    """A gate's history source, by the precedence in this module's docstring.
+
+    ``gate``: the config path of a declared gate and its declaration; ``decls``: the
+    config's ``files`` entries matching the file, with their indices; ``named_in_file``:
+    the parsed shell script, whose ``source`` is the W&B project it names.
+    """
+    if gate is not None and gate[1].source is not None:
+        spec = config.sources[gate[1].source]
+        return spec, DeclaredSource.of(spec, f"config:{gate[0]}")
+    for index, decl in decls:
+        if decl.source is not None:
+            spec = config.sources[decl.source]
+            return spec, DeclaredSource.of(spec, f"config:files.{index}")
     default = config.source(None)
-    if named_in_file is None:
-        return default
-    if default is None or default.kind != named_in_file.kind:
-        return named_in_file
-    named = named_in_file.model_dump(include={"project", "entity"}, exclude_none=True)
-    return default.model_copy(update=named)
+    named = named_in_file.source if named_in_file is not None else None
+    if named is None or named_in_file is None or named_in_file.declared is None:
+        declared = DeclaredSource.of(default, "config:default_source") if default else None
+        return default, declared
+    origin = named_in_file.declared.origin
+    if default is None or default.kind != named.kind:
+        return named, DeclaredSource.of(named, origin)
+    merged = default.model_copy(
+        update=named.model_dump(include={"project", "entity"}, exclude_none=True)
+    )
+    return merged, DeclaredSource.of(merged, origin)
 
 
-def _with_source(gate: Gate, source: SourceSpec | None) -> Gate:
-    return gate.model_copy(update={"source": source})
+def _with_source(gate: Gate, resolved: Resolved) -> Gate:
+    return gate.model_copy(update={"source": resolved[0], "declared": resolved[1]})
 
 
-def _structured(path: str, text: str, config: RepoConfig, decls: list[FileDecl]) -> ThresholdFile:
+def _structured(
+    path: str, text: str, config: RepoConfig, decls: list[tuple[int, FileDecl]]
+) -> ThresholdFile:
     gates: dict[tuple[str, str, str], Gate] = {}
-    for decl in decls:
+    for index, decl in decls:
         parsed = parse_structured(path, text, decl)
-        for gate, gate_decl in zip(parsed.gates, decl.gates, strict=True):
-            source = resolve_source(config, gate_decl, [decl, *decls], None)
-            gates.setdefault((gate.name, gate.metric, gate.op), _with_source(gate, source))
-    file_source = resolve_source(config, None, decls, None)
-    return ThresholdFile(path=path, gates=tuple(gates.values()), source=file_source)
+        for number, (gate, gate_decl) in enumerate(zip(parsed.gates, decl.gates, strict=True)):
+            where = (f"files.{index}.gates.{number}", gate_decl)
+            resolved = resolve_source(config, where, [(index, decl), *decls], None)
+            gates.setdefault((gate.name, gate.metric, gate.op), _with_source(gate, resolved))
+    source, declared = resolve_source(config, None, decls, None)
+    return ThresholdFile(path=path, gates=tuple(gates.values()), source=source, declared=declared)
 
 
-def _shell(path: str, text: str, config: RepoConfig, decls: list[FileDecl]) -> ThresholdFile:
+def _shell(
+    path: str, text: str, config: RepoConfig, decls: list[tuple[int, FileDecl]]
+) -> ThresholdFile:
     parsed = parse_shell(path, text)
-    declared = [(d, g) for d in decls for g in d.gates]
-    overridden = {g.key for _, g in declared}
+    declared_gates = [
+        (index, decl, number, g) for index, decl in decls for number, g in enumerate(decl.gates)
+    ]
+    overridden = {g.key for _, _, _, g in declared_gates}
     gates: list[Gate] = []
-    for decl, gate_decl in declared:
+    for index, decl, number, gate_decl in declared_gates:
         name = gate_decl.name or gate_decl.key
         gate = declared_gate(path, text, name, gate_decl.key, gate_decl.metric, gate_decl.op)
-        source = resolve_source(config, gate_decl, [decl, *decls], parsed.source)
-        gates.append(_with_source(gate, source))
-    file_source = resolve_source(config, None, decls, parsed.source)
+        where = (f"files.{index}.gates.{number}", gate_decl)
+        resolved = resolve_source(config, where, [(index, decl), *decls], parsed)
+        gates.append(_with_source(gate, resolved))
+    file_source = resolve_source(config, None, decls, parsed)
     gates += [_with_source(g, file_source) for g in parsed.gates if g.name not in overridden]
     gates.sort(key=lambda g: (g.start, g.name))
     unbound = tuple(u for u in parsed.unbound if u.name not in overridden)
-    return ThresholdFile(path=path, gates=tuple(gates), unbound=unbound, source=file_source)
+    return ThresholdFile(
+        path=path,
+        gates=tuple(gates),
+        unbound=unbound,
+        source=file_source[0],
+        declared=file_source[1],
+        notes=parsed.notes,
+    )
 
 
 def find_gates(path: str, text: str, config: RepoConfig) -> ThresholdFile | None:
@@ -144,14 +180,15 @@ def find_gates(path: str, text: str, config: RepoConfig) -> ThresholdFile | None
     the config does not name and in which nothing is bound gives None.  Raises
     ``ThresholdFileError`` for a declared gate that cannot be found.
     """
-    decls = [d for d in config.files if glob_match(d.path, path)]
+    decls = [(i, d) for i, d in enumerate(config.files) if glob_match(d.path, path)]
     listed = any(glob_match(g, path) for g in config.shell)
     shell = is_shell_script(path, text)
     if listed or (shell and (decls or not config.shell)):
         found = _shell(path, text, config, decls)
         return found if found.gates or decls or listed else None
-    if any(d.gates for d in decls):
+    if any(d.gates for _, d in decls):
         return _structured(path, text, config, decls)
     if decls:
-        return ThresholdFile(path=path, source=resolve_source(config, None, decls, None))
+        source, declared = resolve_source(config, None, decls, None)
+        return ThresholdFile(path=path, source=source, declared=declared)
     return None

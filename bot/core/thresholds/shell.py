@@ -18,8 +18,11 @@ Binding rules (never guess):
 A W&B project named in the file (``--project_name x``, ``--project-name=x``,
 ``project_name=x``, ``trainer.project_name=x``, ``WANDB_PROJECT=x``, ``--wandb-project x``;
 entity from ``--entity`` / ``WANDB_ENTITY`` / ``wandb.entity=``) becomes the file's
-source; ``$VAR`` values resolve through a single assignment in the file.  Two different
-projects named in one file are ambiguous and give no source.
+source, declared at the line of its first mention.  Values are read as the shell passes
+them on (quotes, escapes, ``$'...'``, adjacent parts), then one more pair of quotes is
+removed, as Hydra does for ``trainer.project_name=\\"x\\"``; ``$VAR`` values resolve through
+a single assignment in the file.  Two different projects named in one file are ambiguous:
+none is used, and ``ThresholdFile.notes`` says so.
 """
 
 from __future__ import annotations
@@ -32,9 +35,9 @@ from dataclasses import dataclass, field
 from pathlib import PurePosixPath
 from typing import cast
 
-from bot.core.models import Gate, Op, SourceSpec, ThresholdFile, UnboundVariable
+from bot.core.models import DeclaredSource, Gate, Op, SourceSpec, ThresholdFile, UnboundVariable
 from bot.core.thresholds.errors import ThresholdFileError
-from bot.core.thresholds.shell_lexer import Heredoc, Operator, Part, Word, lex
+from bot.core.thresholds.shell_lexer import Heredoc, Operator, Part, Word, lex, unquote_part
 
 SHELL_SUFFIXES = frozenset({".sh", ".bash"})
 _SHEBANG = re.compile(r"#!\s*(?:\S*/)?(?:env\s+(?:-\S+\s+)*)?(?:ba|z|da|k|a|mk)?sh(?=\s|$)")
@@ -66,6 +69,13 @@ class _Assignment:
     literal: str | None = None  # the numeric literal, when the value is one
     start: int = 0
     end: int = 0
+
+
+@dataclass(frozen=True)
+class _Mention:
+    key: str  # normalised: ``--Project-Name`` -> ``project_name``
+    value: str
+    line: int
 
 
 @dataclass(frozen=True)
@@ -107,7 +117,7 @@ def _assignment(word: Word, newlines: list[int]) -> _Assignment | None:
         return None
     name, rest = match["name"], first.text[match.end() :]
     value = ([Part("plain", rest, first.start + match.end())] if rest else []) + word.parts[1:]
-    text = "".join(p.text for p in value)
+    text = "".join(unquote_part(p) for p in value)
     if match["append"] or len(value) != 1:
         return _Assignment(name, _line(newlines, word.start), text)
     part = value[0]
@@ -180,10 +190,17 @@ def _references(scan: _Scan) -> set[str]:
     return names
 
 
-def _settings(scan: _Scan) -> Iterator[tuple[str, str]]:
-    """Every ``key=value``, ``--key=value`` and ``--key value`` pair, keys normalised."""
+def _dequote(value: str) -> str:
+    """``"x"`` / ``'x'`` -> ``x``: the quoting a program (Hydra, argparse in a shell) removes."""
+    if len(value) >= 2 and value[0] == value[-1] and value[0] in "\"'":
+        return value[1:-1]
+    return value
+
+
+def _settings(scan: _Scan, newlines: list[int]) -> Iterator[_Mention]:
+    """Every ``key=value``, ``--key=value`` and ``--key value``, keys normalised."""
     for a in scan.assignments:
-        yield a.name.lower(), a.value
+        yield _Mention(a.name.lower(), _dequote(a.value), a.line)
     for command in scan.commands:
         words = [w.unquoted() for w in command]
         for i, word in enumerate(words):
@@ -191,10 +208,11 @@ def _settings(scan: _Scan) -> Iterator[tuple[str, str]]:
             if not re.fullmatch(r"-{0,2}[\w.\-]+", key):
                 continue
             normal = key.lstrip("-").replace("-", "_").lower()
+            line = _line(newlines, command[i].start)
             if eq:
-                yield normal, value
+                yield _Mention(normal, _dequote(value), line)
             elif key.startswith("--") and i + 1 < len(words) and not words[i + 1].startswith("-"):
-                yield normal, words[i + 1]
+                yield _Mention(normal, _dequote(words[i + 1]), line)
 
 
 def _resolve(value: str, strings: dict[str, str | None]) -> str | None:
@@ -212,26 +230,39 @@ def _resolve(value: str, strings: dict[str, str | None]) -> str | None:
 
 
 def _named(
-    pairs: Iterable[tuple[str, str]], keys: tuple[str, ...], strings: dict[str, str | None]
-) -> str | None:
-    values = {
-        resolved
-        for key, value in pairs
-        if key in keys or key.endswith(tuple("." + k for k in keys))
-        if (resolved := _resolve(value, strings)) is not None
-    }
-    return values.pop() if len(values) == 1 else None
+    mentions: Iterable[_Mention], keys: tuple[str, ...], strings: dict[str, str | None]
+) -> dict[str, int]:
+    """The distinct values named under ``keys``, each with the line of its first mention."""
+    found: dict[str, int] = {}
+    for m in mentions:
+        if m.key in keys or m.key.endswith(tuple("." + k for k in keys)):
+            resolved = _resolve(m.value, strings)
+            if resolved is not None:
+                found[resolved] = min(found.get(resolved, m.line), m.line)
+    return found
 
 
-def _source(scan: _Scan) -> SourceSpec | None:
+def _ambiguous(what: str, found: dict[str, int]) -> str:
+    named = ", ".join(f"{value} on line {line}" for value, line in sorted(found.items()))
+    return f"the script names {len(found)} different W&B {what} ({named}): none of them is used"
+
+
+def _source(scan: _Scan, newlines: list[int]) -> tuple[SourceSpec | None, int, tuple[str, ...]]:
+    """The W&B project (and entity) the script names, the line naming it, and notes."""
     strings: dict[str, str | None] = {}
     for a in scan.assignments:
-        strings[a.name] = a.value if a.name not in strings else None
-    pairs = list(_settings(scan))
-    project = _named(pairs, _PROJECT_KEYS, strings)
-    if project is None:
-        return None
-    return SourceSpec(kind="wandb", project=project, entity=_named(pairs, _ENTITY_KEYS, strings))
+        strings[a.name] = _dequote(a.value) if a.name not in strings else None
+    mentions = list(_settings(scan, newlines))
+    projects = _named(mentions, _PROJECT_KEYS, strings)
+    entities = _named(mentions, _ENTITY_KEYS, strings)
+    notes = tuple(
+        _ambiguous(w, f) for w, f in (("projects", projects), ("entities", entities)) if len(f) > 1
+    )
+    if len(projects) != 1:
+        return None, 0, notes
+    ((project, line),) = projects.items()
+    entity = next(iter(entities)) if len(entities) == 1 else None
+    return SourceSpec(kind="wandb", project=project, entity=entity), line, notes
 
 
 def _unbound(name: str, path: str, line: int, literal: str, reason: str) -> UnboundVariable:
@@ -291,8 +322,15 @@ def parse_shell(path: str, text: str) -> ThresholdFile:
         unbound.append(_unbound(name, path, first.line, first.literal, reason))
     gates.sort(key=lambda g: (g.start, g.line))
     unbound.sort(key=lambda u: u.line)
+    source, line, notes = _source(scan, newlines)
+    declared = DeclaredSource.of(source, f"script:{line}") if source is not None else None
     return ThresholdFile(
-        path=path, gates=tuple(gates), unbound=tuple(unbound), source=_source(scan)
+        path=path,
+        gates=tuple(gates),
+        unbound=tuple(unbound),
+        source=source,
+        declared=declared,
+        notes=notes,
     )
 
 

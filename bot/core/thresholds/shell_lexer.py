@@ -12,7 +12,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Literal
 
-PartKind = Literal["plain", "single", "double"]
+PartKind = Literal["plain", "single", "double", "ansi"]  # ansi: ``$'...'``
 # longest first, so that ``<<-`` wins over ``<<`` and ``<``
 OPERATORS: tuple[str, ...] = ("<<-", "<<<", "&&", "||", ";;", ";&", "|&", "<<", ">>", "<&")
 OPERATORS += (">&", "&>", ">|", "<>", *";&|()<>")
@@ -29,6 +29,45 @@ class Part:
     start: int  # offset of ``text`` in the file
 
 
+_DOUBLE_ESCAPE = re.compile(r"\\([$`\"\\\n])")  # the only escapes inside "..."
+_ANSI_ESCAPE = re.compile(
+    r"\\(?:(?P<simple>[abeEfnrtv\\'\"?])|(?P<oct>[0-7]{1,3})|x(?P<hex>[0-9A-Fa-f]{1,2})"
+    r"|u(?P<u4>[0-9A-Fa-f]{1,4})|U(?P<u8>[0-9A-Fa-f]{1,8})|c(?P<ctrl>.))",
+    re.DOTALL,
+)
+_ANSI_SIMPLE = {"a": "\a", "b": "\b", "e": "\x1b", "E": "\x1b", "f": "\f", "n": "\n"}
+_ANSI_SIMPLE |= {"r": "\r", "t": "\t", "v": "\v", "\\": "\\", "'": "'", '"': '"', "?": "?"}
+
+
+def _ansi_char(match: re.Match[str]) -> str:
+    """One escape of ``$'...'`` (bash's ANSI-C quoting) as the character it stands for."""
+    if match["simple"]:
+        return _ANSI_SIMPLE[match["simple"]]
+    if match["ctrl"]:
+        return chr(ord(match["ctrl"]) & 0x1F)
+    code = (
+        int(match["oct"], 8)
+        if match["oct"]
+        else int(match["hex"] or match["u4"] or match["u8"], 16)
+    )
+    return chr(code) if code <= 0x10FFFF else ""
+
+
+def _double_char(match: re.Match[str]) -> str:
+    return "" if match[1] == "\n" else match[1]  # backslash-newline continues the line
+
+
+def unquote_part(part: Part) -> str:
+    """The text a part stands for once the shell removed its quotes and escapes."""
+    if part.kind == "single":
+        return part.text
+    if part.kind == "double":
+        return _DOUBLE_ESCAPE.sub(_double_char, part.text)
+    if part.kind == "ansi":
+        return _ANSI_ESCAPE.sub(_ansi_char, part.text)
+    return _ESCAPE.sub(r"\1", part.text)
+
+
 @dataclass
 class Word:
     """One shell word as a sequence of parts, with its source span."""
@@ -38,10 +77,9 @@ class Word:
     parts: list[Part] = field(default_factory=list)
 
     def unquoted(self) -> str:
-        """The word with quotes and backslash escapes removed (no expansion)."""
-        return "".join(
-            p.text if p.kind == "single" else _ESCAPE.sub(r"\1", p.text) for p in self.parts
-        )
+        """The word as the shell passes it on: quotes removed, escapes applied, adjacent
+        parts joined (``a"b"'c'$'\\x64'`` is ``abcd``); nothing is expanded."""
+        return "".join(unquote_part(p) for p in self.parts)
 
 
 @dataclass(frozen=True)
@@ -125,6 +163,14 @@ def _close_double(text: str, i: int) -> int:
     return n
 
 
+def _close_ansi(text: str, i: int) -> int:
+    """Given the index after ``$'``, return the closing quote's (``len(text)`` if none)."""
+    n = len(text)
+    while i < n and text[i] != "'":
+        i += 2 if text[i] == "\\" else 1
+    return min(i, n)
+
+
 def _read_word(text: str, i: int) -> tuple[Word, int]:
     word = Word(start=i)
     n = len(text)
@@ -142,6 +188,13 @@ def _read_word(text: str, i: int) -> tuple[Word, int]:
             plain = i
         elif c == "\\":
             i += 2
+        elif c == "$" and text.startswith(("$'", '$"'), i):  # ANSI-C / locale quoting
+            flush(i)
+            quote = text[i + 1]
+            end = _close_ansi(text, i + 2) if quote == "'" else _close_double(text, i + 2)
+            end = min(end, n)
+            word.parts.append(Part("ansi" if quote == "'" else "double", text[i + 2 : end], i + 2))
+            i = plain = min(end + 1, n)
         elif c in "'\"":
             flush(i)
             end = text.find("'", i + 1) if c == "'" else _close_double(text, i + 1)

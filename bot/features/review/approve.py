@@ -91,7 +91,7 @@ def not_applied(outcome: ReviewOutcome, approved_sha: str) -> str | None:
         return f"the PR was not reviewed ({outcome.reason})."
     if outcome.check_run is not None and outcome.check_run.conclusion == "success":
         return None
-    if outcome.review.conclusion == "neutral":
+    if outcome.review.error is not None or outcome.review.conclusion == "neutral":
         return "the run history cannot be read right now; the check turns green once it can."
     return (
         f"the PR's gate values changed after the approved commit {approved_sha[:7]}: "

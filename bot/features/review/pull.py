@@ -31,10 +31,16 @@ from bot.adapters.github.api import (
     GitHubAPI,
     PullInfo,
 )
+from bot.adapters.github.errors import GitHubError, GitHubFileTooLarge, GitHubPermanentError
 from bot.adapters.history.files import FileSource
 from bot.core.analysis.review import build_review, merge_reviews, unavailable_review
 from bot.core.config import CONFIG_PATH, RepoConfig
-from bot.core.history.sources import HistoryError, HistorySource, HistoryUnavailable
+from bot.core.history.sources import (
+    BadHistory,
+    HistoryError,
+    HistorySource,
+    HistoryUnavailable,
+)
 from bot.core.models import GateChange, History, Review, SourceSpec, ThresholdFile, UnboundVariable
 from bot.core.render.review import MARKER, render_check, render_comment
 from bot.core.thresholds.diff import diff_gates, removed_gates
@@ -92,7 +98,11 @@ def read_thresholds(gh: GitHubAPI, repo: str, pull: PullInfo) -> PullThresholds:
     for changed in gh.pull_files(repo, pull.number):
         if changed.status == "removed" or not is_candidate(changed.path, config):
             continue
-        head_text = gh.file_text(repo, changed.path, pull.head_sha)
+        try:
+            head_text = gh.file_text(repo, changed.path, pull.head_sha)
+        except GitHubPermanentError as exc:  # too large, forbidden: say so, don't fail silently
+            errors.append(f"{changed.path}: cannot be read: {exc}")
+            continue
         if head_text is None:
             continue
         try:
@@ -105,6 +115,7 @@ def read_thresholds(gh: GitHubAPI, repo: str, pull: PullInfo) -> PullThresholds:
         base = _base_file(gh, repo, changed, base_sha, config, notes)
         files.append(head)
         changes.extend(diff_gates(base, head))
+        notes += [f"{changed.path}: {note}" for note in head.notes]
         notes += [
             f"{changed.path}: the PR removes gate {g.name} ({g.metric} {g.op} {g.literal})"
             for g in removed_gates(base, head)
@@ -129,7 +140,11 @@ def _base_file(
     notes: list[str],
 ) -> ThresholdFile | None:
     path = changed.previous_path or changed.path
-    text = None if changed.status == "added" else gh.file_text(repo, path, base_sha)
+    try:
+        text = None if changed.status == "added" else gh.file_text(repo, path, base_sha)
+    except GitHubPermanentError as exc:
+        notes.append(f"{path}: cannot be read at the base ({exc}); its gates are treated as new")
+        return None
     if text is None:
         return None
     try:
@@ -159,10 +174,20 @@ def source_of(
 
 
 def repo_history(gh: GitHubAPI, repo: str, ref: str) -> FileSource:
-    """A ``FileSource`` reading history files from the repository at ``ref``."""
+    """A ``FileSource`` reading history files from the repository at ``ref``.
+
+    Every failure to read one is a ``HistoryError``, so that the review says what happened:
+    a file over the size limit is ``BadHistory``; any other GitHub failure (403, a 5xx after
+    the client's retries…) ``HistoryUnavailable``.
+    """
 
     def read_text(path: str) -> str:
-        text = gh.file_text(repo, path, ref)
+        try:
+            text = gh.file_text(repo, path, ref)
+        except GitHubFileTooLarge as exc:
+            raise BadHistory(str(exc)) from exc
+        except GitHubError as exc:
+            raise HistoryUnavailable(f"{path} could not be read from GitHub: {exc}") from exc
         if text is None:
             raise FileNotFoundError(path)
         return text
@@ -211,7 +236,8 @@ def analyse(found: PullThresholds, history: HistorySource) -> tuple[Review, tupl
         try:
             runs = history.fetch(spec)
         except HistoryError as exc:
-            error = f"{spec.describe()}: {exc} — {RETRY_HINT}"
+            hint = f" — {RETRY_HINT}" if isinstance(exc, HistoryUnavailable) else ""
+            error = f"{spec.describe()}: {exc}{hint}"  # retrying mends only an outage
             reviews.append(unavailable_review(changes, error, rule=rule, unbound=shared))
             continue
         reviews.append(
@@ -245,20 +271,21 @@ def publish(
     """Post (or edit) the marked comment, then complete the check run on the head SHA.
 
     A maintainer's ``approval`` of exactly the head's gate values turns an
-    ``action_required`` check into ``success`` naming the approver
-    (``bot.features.review.approval``).
-    A threshold file the head leaves unreadable cannot be approved away: its gates are
-    unknown, so there is no Approve button and a stored approval does not apply.
+    ``action_required`` check into ``success``; the comment and the check then open with who
+    approved which values (``bot.features.review.approval``).
+    What was not read cannot be approved away: a threshold file the head leaves unreadable
+    (its gates are unknown) or a history that could not be read (retry instead) gets no
+    Approve button, and a stored approval does not apply.
     """
     pull = found.pull
     repo_url = pull.url.rsplit("/pull/", 1)[0]
-    approvable = not found.errors
+    approvable = not found.errors and review.error is None
     conclusion, approved = apply_approval(
         review.conclusion, gate_values(found.files), approval if approvable else None
     )
     body = render_comment(review, repo_url=repo_url, app_mode=True, approved=approved)
     comment = gh.upsert_comment(repo, pull.number, body, MARKER)
-    output = render_check(review, repo_url=repo_url)
+    output = render_check(review, repo_url=repo_url, approved=approved)
     title = output.title
     if found.errors:
         title = f"Cannot read {found.errors[0].split(': ', 1)[0]}"[:255]
@@ -266,8 +293,8 @@ def publish(
         repo,
         pull.head_sha,
         conclusion=conclusion,
-        title=approved or title,
-        summary=f"✅ {approved}.\n\n{output.summary}" if approved else output.summary,
+        title=title,
+        summary=output.summary,
         text=output.text,
         actions=(APPROVE,) if conclusion == "action_required" and approvable else (),
         external_id=str(pull.number),
@@ -293,7 +320,7 @@ def review_pull(
         return ReviewOutcome(status="skipped", pull=pull, reason="no threshold files")
     history = HistoryRouter(repo_history(gh, repo, pull.base_ref), remote_history)
     review, sources = analyse(found, history)
-    review = attribute(gh, repo, review)
+    review = attribute(gh, repo, review, ref=pull.head_sha)
     approval = approvals(repo, number) if approvals is not None else None
     comment, check = publish(gh, repo, found, review, approval)
     return ReviewOutcome(

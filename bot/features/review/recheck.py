@@ -77,7 +77,13 @@ def review_and_track(
                 number=number,
                 head_sha=outcome.pull.head_sha,
                 sources=remote,
-                conclusion=outcome.review.conclusion if outcome.review else "",
+                # "neutral" marks a history that could not be read, whatever the conclusion
+                # (a changed gate it leaves unverified is action_required): retried on sync
+                conclusion=""
+                if outcome.review is None
+                else "neutral"
+                if outcome.review.error
+                else outcome.review.conclusion,
             )
         else:
             tracked.untrack(session, repo, number)

@@ -1,0 +1,45 @@
+"""Which summary key a gate's metric reads, and the keys closest to a metric no run has.
+
+Nested summaries are read as ``a/b`` keys (``bot.core.history.runs.flatten``), so a gate on
+``eval.all.avg_score`` reads ``eval/all/avg_score`` when no run has the dotted key itself.
+"""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Iterable, Set
+
+from bot.core.models import Run
+
+__all__ = ["closest_keys", "resolve_key", "summary_keys"]
+
+CLOSE_KEYS = 3  # suggestions at most
+CLOSE_CUTOFF = 0.6  # difflib's similarity ratio a suggestion needs
+
+
+def summary_keys(runs: Iterable[Run]) -> frozenset[str]:
+    """Every summary key of ``runs``."""
+    keys: set[str] = set()
+    for run in runs:
+        keys.update(run.summary)
+    return frozenset(keys)
+
+
+def _path(key: str) -> str:
+    return key.replace(".", "/")
+
+
+def resolve_key(metric: str, keys: Set[str]) -> str:
+    """The key of ``keys`` that ``metric`` reads: itself, else the one spelling the same path
+    with ``/`` or ``.`` separators; ``metric`` when none does."""
+    if metric in keys:
+        return metric
+    path = _path(metric)
+    if path in keys:
+        return path
+    return next((k for k in sorted(keys) if _path(k) == path), metric)
+
+
+def closest_keys(metric: str, keys: Iterable[str]) -> tuple[str, ...]:
+    """The keys most like ``metric`` (difflib's ratio), best first: ``did you mean …?``."""
+    return tuple(difflib.get_close_matches(metric, list(keys), n=CLOSE_KEYS, cutoff=CLOSE_CUTOFF))
