@@ -6,8 +6,6 @@ refused by the contents API in JSON (403 ``too_large``) and served by the blob A
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 import pytest
 
 from bot.adapters.github.app import GitHubApp
@@ -27,59 +25,57 @@ BIG = LINE * (3 * MB // (2 * len(LINE)))  # about 1.5 MB
 
 
 @pytest.fixture
-def fake() -> Iterator[FakeGitHub]:
-    with FakeGitHub() as server:
-        yield server
-        server.check()
-
-
-@pytest.fixture
-def repo(fake: FakeGitHub) -> Repo:
-    return fake.add_repo(
+def repo(fake_github: FakeGitHub) -> Repo:
+    return fake_github.add_repo(
         REPO,
         installation_id=INSTALLATION,
         files={SCRIPT: "EVAL_ACC_MIN_VALUE=0.56\n", HISTORY: BIG, "ci/empty.txt": ""},
     )
 
 
-def client_for(fake: FakeGitHub, **limits: int) -> GitHubClient:
-    assert fake.private_key is not None
+def client_for(fake_github: FakeGitHub, **limits: int) -> GitHubClient:
+    assert fake_github.private_key is not None
     app = GitHubApp(
-        fake.app_id, fake.private_key, base_url=fake.base_url, throttle=False, backoff=0, **limits
+        fake_github.app_id,
+        fake_github.private_key,
+        base_url=fake_github.base_url,
+        throttle=False,
+        backoff=0,
+        **limits,
     )
     return app.installation(INSTALLATION)
 
 
-def blob_requests(fake: FakeGitHub) -> list[str]:
-    return [c.path for c in fake.requests("GET") if "/git/blobs/" in c.path]
+def blob_requests(fake_github: FakeGitHub) -> list[str]:
+    return [c.path for c in fake_github.requests("GET") if "/git/blobs/" in c.path]
 
 
-def test_a_file_over_1_mb_is_read_through_the_blob_api(fake: FakeGitHub, repo: Repo) -> None:
-    client = client_for(fake)
+def test_a_file_over_1_mb_is_read_through_the_blob_api(fake_github: FakeGitHub, repo: Repo) -> None:
+    client = client_for(fake_github)
     assert MB < len(BIG.encode()) < DEFAULT_MAX_FILE_BYTES
 
     text = client.file_text(REPO, HISTORY, "main")
 
     assert text == BIG
-    assert blob_requests(fake) == [f"/repos/{REPO}/git/blobs/{blob_sha(BIG)}"]
+    assert blob_requests(fake_github) == [f"/repos/{REPO}/git/blobs/{blob_sha(BIG)}"]
 
 
-def test_a_small_file_takes_one_request(fake: FakeGitHub, repo: Repo) -> None:
-    client = client_for(fake)
+def test_a_small_file_takes_one_request(fake_github: FakeGitHub, repo: Repo) -> None:
+    client = client_for(fake_github)
 
     assert client.file_text(REPO, SCRIPT, "main") == "EVAL_ACC_MIN_VALUE=0.56\n"
     assert client.file_text(REPO, "ci/empty.txt", "main") == ""
     assert client.file_text(REPO, "ci", "main") is None  # a directory is no file
 
-    assert blob_requests(fake) == []
-    assert len(fake.requests("GET", f"/repos/{REPO}/contents/{SCRIPT}")) == 1
+    assert blob_requests(fake_github) == []
+    assert len(fake_github.requests("GET", f"/repos/{REPO}/contents/{SCRIPT}")) == 1
 
 
 def test_a_file_over_the_limit_is_refused_before_its_content_is_read(
-    fake: FakeGitHub, repo: Repo
+    fake_github: FakeGitHub, repo: Repo
 ) -> None:
     limit = MB + 100
-    client = client_for(fake, max_file_bytes=limit)
+    client = client_for(fake_github, max_file_bytes=limit)
 
     with pytest.raises(GitHubFileTooLarge) as caught:
         client.file_text(REPO, HISTORY, "main")
@@ -88,12 +84,12 @@ def test_a_file_over_the_limit_is_refused_before_its_content_is_read(
     assert (caught.value.path, caught.value.size, caught.value.limit) == (HISTORY, size, limit)
     assert HISTORY in str(caught.value) and "MAX_FILE_BYTES" in str(caught.value)
     assert f"{size / MB:.1f} MB" in str(caught.value)
-    assert blob_requests(fake) == []
+    assert blob_requests(fake_github) == []
     assert client.file_text(REPO, SCRIPT, "main") == "EVAL_ACC_MIN_VALUE=0.56\n"
 
 
-def test_the_limit_applies_to_files_under_1_mb_too(fake: FakeGitHub, repo: Repo) -> None:
-    client = client_for(fake, max_file_bytes=10)
+def test_the_limit_applies_to_files_under_1_mb_too(fake_github: FakeGitHub, repo: Repo) -> None:
+    client = client_for(fake_github, max_file_bytes=10)
 
     with pytest.raises(GitHubFileTooLarge) as caught:
         client.file_text(REPO, SCRIPT, "main")
@@ -102,9 +98,9 @@ def test_the_limit_applies_to_files_under_1_mb_too(fake: FakeGitHub, repo: Repo)
 
 
 def test_pull_files_carry_their_patches_and_a_limit_reads_one_page(
-    fake: FakeGitHub, repo: Repo
+    fake_github: FakeGitHub, repo: Repo
 ) -> None:
-    client = client_for(fake)
+    client = client_for(fake_github)
     files: dict[str, str | None] = {f"ci/gate_{i:02d}.sh": f"X={i}\n" for i in range(45)}
     files[SCRIPT] = "EVAL_ACC_MIN_VALUE=0.50\n"
     repo.open_pr(6, head="many", head_files=files)
@@ -115,6 +111,6 @@ def test_pull_files_carry_their_patches_and_a_limit_reads_one_page(
     assert [f.path for f in first] == sorted(files)[:40]
     patches = {f.path: f.patch for f in first}
     assert patches["ci/gate_07.sh"] == "@@ -0,0 +1 @@\n+X=7"
-    assert [c.query.get("per_page") for c in fake.requests("GET", path)] == ["40"]
+    assert [c.query.get("per_page") for c in fake_github.requests("GET", path)] == ["40"]
     every = client.pull_files(REPO, 6)
     assert len(every) == 46 and all(f.patch for f in every)

@@ -106,7 +106,7 @@ def _attributed_review(
 ) -> Review:
     history = HistoryRouter(repo_history(gh, repo, pull.base_ref), remote_history)
     review, _ = analyse(found, history)
-    return attribute(gh, repo, review)
+    return attribute(gh, repo, review, ref=pull.head_sha)  # ranked as the review ranks them
 
 
 def rebaseline(
