@@ -2,7 +2,9 @@
 # store under /data.  Build: docker build -t threshold-bot .
 # Run:   docker run -p 3000:3000 -v tb-data:/data -e APP_ID=... -e WEBHOOK_SECRET=... \
 #          -e PRIVATE_KEY_PATH=/run/secrets/app.pem ... threshold-bot
-FROM python:3.11-slim
+# The base image is pinned to an exact Python patch release and Debian release; to pin its
+# content too, append the digest (docs/operations.md): FROM python:3.11.14-slim-bookworm@sha256:…
+FROM python:3.11.14-slim-bookworm
 
 ENV PYTHONDONTWRITEBYTECODE=1 \
     PYTHONUNBUFFERED=1 \
@@ -13,16 +15,17 @@ ENV PYTHONDONTWRITEBYTECODE=1 \
     WANDB_DIR=/data/wandb
 
 WORKDIR /app
-# Dependencies first, read from pyproject.toml, so code changes reuse this layer (the
-# package itself cannot be built before its code is there).
-COPY pyproject.toml README.md ./
+# Dependencies first, read from pyproject.toml at the exact versions of constraints.txt
+# (`make constraints`), so code changes reuse this layer (the package itself cannot be
+# built before its code is there); setuptools and wheel, pinned too, build it.
+COPY pyproject.toml README.md constraints.txt ./
 RUN python -c "import tomllib; p = tomllib.load(open('pyproject.toml', 'rb'))['project']; \
 extra = p['optional-dependencies']; \
 print('\n'.join(p['dependencies'] + extra['redis'] + extra['mlflow']))" > /tmp/requirements.txt \
-    && pip install --no-cache-dir -r /tmp/requirements.txt
+    && pip install --no-cache-dir -c constraints.txt -r /tmp/requirements.txt setuptools wheel
 # Then the code; the wheel ships the comment templates inside the package.
 COPY bot ./bot
-RUN pip install --no-cache-dir --no-deps .
+RUN pip install --no-cache-dir --no-deps --no-build-isolation -c constraints.txt .
 
 RUN useradd --system --uid 10001 --user-group --home-dir /data --create-home threshold-bot
 USER threshold-bot

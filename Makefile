@@ -36,3 +36,15 @@ bench: $(STAMP)
 
 clean:
 	rm -rf $(VENV) .mypy_cache .pytest_cache .ruff_cache
+
+# Re-pin constraints.txt (the image's exact dependency versions) from a clean venv; run it
+# with the image's Python minor version (PY=python3.11) and commit the result.
+.PHONY: constraints
+constraints:
+	rm -rf .venv-constraints && $(PY) -m venv .venv-constraints
+	.venv-constraints/bin/pip install -q --upgrade pip setuptools wheel
+	.venv-constraints/bin/pip install -q '.[redis,mlflow]'
+	{ echo '# Exact versions of the App image (Dockerfile). Regenerate: make constraints'; \
+	  .venv-constraints/bin/pip freeze --all --exclude-editable --exclude pip \
+	    --exclude threshold-bot; } > constraints.txt
+	rm -rf .venv-constraints

@@ -34,10 +34,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from tests.live import ServerProcess, make_pem  # noqa: E402
+from tests.live import SECRET, ServerProcess, server_env  # noqa: E402
 from tests.webhooks import fixture, signed  # noqa: E402
 
-SECRET = "bench-secret-0123456789"
 CONCURRENCY = 50
 ROUNDS = 20
 WARMUP_ROUNDS = 2
@@ -205,17 +204,7 @@ def main() -> int:
     """Start a server in a temp dir, run every figure, print the results."""
     with tempfile.TemporaryDirectory(prefix="bench-webhook-") as tmp:
         workdir = Path(tmp)
-        env = {k: v for k, v in os.environ.items() if k in ("PATH", "HOME", "LANG", "TMPDIR")}
-        env.update(
-            {
-                "PYTHONPATH": str(ROOT),
-                "APP_ID": "4242",
-                "PRIVATE_KEY": make_pem(),
-                "WEBHOOK_SECRET": SECRET,
-                "DATABASE_URL": f"sqlite:///{workdir / 'bot.db'}",
-                "GITHUB_API_URL": "http://127.0.0.1:9",  # never the internet
-            }
-        )
+        env = server_env(workdir)
         server = ServerProcess(env, workdir, workdir / "server.log")
         try:
             for figure in BENCHES:

@@ -9,6 +9,7 @@ URL; ``Recorder`` is a router whose handlers record what they were called with
 from __future__ import annotations
 
 import json
+import os
 import signal
 import socket
 import subprocess
@@ -145,6 +146,23 @@ def make_pem() -> str:
         serialization.PrivateFormat.PKCS8,
         serialization.NoEncryption(),
     ).decode()
+
+
+def server_env(workdir: Path) -> dict[str, str]:
+    """The environment of a ``ServerProcess`` for a benchmark: a store in ``workdir``, the
+    test secret, and a GitHub address that is never the internet."""
+    env = {k: v for k, v in os.environ.items() if k in ("PATH", "HOME", "LANG", "TMPDIR")}
+    env.update(
+        {
+            "PYTHONPATH": str(Path(__file__).resolve().parent.parent),
+            "APP_ID": "4242",
+            "PRIVATE_KEY": make_pem(),
+            "WEBHOOK_SECRET": SECRET,
+            "DATABASE_URL": f"sqlite:///{workdir / 'bot.db'}",
+            "GITHUB_API_URL": "http://127.0.0.1:9",
+        }
+    )
+    return env
 
 
 class ServerProcess:

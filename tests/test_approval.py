@@ -37,8 +37,16 @@ def approval(values: dict[str, float], who: str = "maya") -> Approval:
     )  # fmt: skip
 
 
-def test_gate_values_are_keyed_by_file_and_name() -> None:
-    assert values_of("0.55") == {gate_key(SCRIPT, "EVAL_ACC_MIN_VALUE"): 0.55}
+def test_gate_values_are_keyed_by_file_name_metric_operator_and_source() -> None:
+    tf = find_gates(SCRIPT, script("0.55"), RepoConfig())
+    assert tf is not None and tf.gates[0].source is None  # no project named: no source
+    assert values_of("0.55") == {f"{SCRIPT}:EVAL_ACC_MIN_VALUE|eval/all/avg_score >=|-": 0.55}
+    named = find_gates(SCRIPT, script("0.55", project="gsm8k_ci"), RepoConfig())
+    assert named is not None and named.gates[0].source is not None
+    source = named.gates[0].source.key()
+    assert '"gsm8k_ci"' in source  # the project the script names
+    key = f"{SCRIPT}:EVAL_ACC_MIN_VALUE|eval/all/avg_score >=|{source}"
+    assert gate_values([named]) == {key: 0.55} == {gate_key(named.gates[0]): 0.55}
 
 
 def test_approval_of_the_same_values_turns_action_required_into_success() -> None:
@@ -59,7 +67,7 @@ def test_a_changed_value_needs_a_new_approval() -> None:
 
 def test_a_gate_added_after_the_approval_is_not_covered() -> None:
     values = values_of("0.55")
-    more = {**values, gate_key("ci/other.sh", "LOSS_MAX"): 0.3}
+    more = {**values, "ci/other.sh:LOSS_MAX|loss <=|-": 0.3}
     assert apply_approval("action_required", more, approval(values)) == ("action_required", None)
 
 

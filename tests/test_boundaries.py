@@ -13,7 +13,6 @@ import httpx
 import numpy as np
 import pytest
 
-from bot.adapters.github.app import GitHubApp
 from bot.adapters.store import deliveries
 from bot.adapters.store.db import init_db, make_engine
 from bot.adapters.store.deliveries import NewDelivery
@@ -129,9 +128,7 @@ def test_the_oldest_of_two_marked_comments_is_the_one_edited() -> None:
                 comment_id, 5, fake.state.bot_login, f"{MARKER}\n{text}", now, now
             )
         assert fake.private_key is not None
-        app = GitHubApp(
-            fake.app_id, fake.private_key, base_url=fake.base_url, throttle=False, backoff=0
-        )
+        app = fake.github_app()
 
         ref = app.installation(7).upsert_comment("octo/ml", 5, f"{MARKER}\nreview", MARKER)
 

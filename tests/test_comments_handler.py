@@ -354,7 +354,9 @@ def test_approve_by_a_maintainer_stores_the_values_and_greens_the_check(
     with ctx.sessions() as session:
         stored = approvals.latest(session, "owner/repo", 7)
     assert stored is not None and (stored.approver, stored.head_sha) == ("maya", head)
-    assert stored.gate_values == {f"{SCRIPT}:EVAL_ACC_MIN_VALUE": 0.58}
+    assert list(stored.gate_values.values()) == [0.58]
+    (key,) = stored.gate_values  # file, gate, metric, operator and source
+    assert key.startswith(f"{SCRIPT}:EVAL_ACC_MIN_VALUE|") and " >=|" in key
     assert gh.replies == {} and audit_rows(ctx) == [("maya", "approve", "done")]
 
 

@@ -186,8 +186,9 @@ def test_history_unavailable_gives_a_check_that_says_how_to_retry(app: App) -> N
     (comment,) = app.repo.comments(7)
     assert "ci/gone.jsonl" in comment.body and "/threshold-bot retry" in comment.body
     (run,) = check_runs(app, pr.head_sha)
-    # the PR changes a gate that could not be checked: not green, and nothing to approve
-    assert (run.conclusion, run.actions) == ("action_required", [])
+    # the PR changes a gate that could not be checked: not green
+    assert run.conclusion == "action_required"  # a maintainer may vouch for the changed gate
+    assert [a["identifier"] for a in run.actions] == ["approve"]
 
 
 def test_5xx_on_the_comment_is_retried_without_a_duplicate(app: App) -> None:

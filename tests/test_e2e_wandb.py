@@ -212,6 +212,8 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[World]:
         mp.setenv("WANDB_API_KEY", API_KEY)
         mp.setenv("WANDB_BASE_URL", wandb_url)
         mp.setenv("WANDB_ENTITY", ENTITY)
+        # the operator lets this installation read its two entities (default: WANDB_ENTITY only)
+        mp.setenv("WANDB_ENTITIES", f'{{"{INSTALLATION}": ["{ENTITY}", "{RL_ENTITY}"]}}')
         settings = make_settings(
             tmp,
             app_id=github.app_id,
@@ -326,8 +328,9 @@ def test_wandb_outage_gives_a_neutral_check_then_the_recheck_recovers(world: Wor
     assert f"wandb:{md(RL_ENTITY)}/{md(RL_PROJECT)}" in comment.body
     assert "503" in comment.body and "/threshold-bot retry" in comment.body
     (run,) = check_runs(rl, pr.head_sha)
-    # the PR changes a gate the unread history cannot verify: action, but no Approve button
-    assert (run.conclusion, run.actions) == ("action_required", [])
+    # the PR changes a gate the unread history cannot verify: action; a maintainer may vouch
+    assert run.conclusion == "action_required"
+    assert [a["identifier"] for a in run.actions] == ["approve"]
     assert run.output["title"] == "Run history unavailable" and "503" in run.output["summary"]
     check_id = run.id
 
@@ -361,7 +364,7 @@ def test_rejected_api_key_gives_a_neutral_check_and_retry_recovers(world: World)
     assert "W\\&B rejected the API key; check WANDB\\_API\\_KEY on the server" in body
     assert "/threshold-bot retry" in body
     (run,) = check_runs(rl, pr.head_sha)
-    assert (run.conclusion, run.actions) == ("action_required", [])  # a changed gate, unverified
+    assert run.conclusion == "action_required"  # a changed gate, unverified
     assert API_KEY not in body and API_KEY not in str(run.output)
     check_id = run.id
 
@@ -413,15 +416,17 @@ def test_recheck_edits_the_comment_when_new_runs_fail_the_proposed_value(world: 
     assert mine.conclusion == "action_required"
 
 
-def test_a_project_that_does_not_exist_is_named_in_a_neutral_review(world: World) -> None:
+def test_a_project_the_pr_renames_is_not_read_and_the_review_says_so(world: World) -> None:
     pr = world.repo.open_pr(
         10, head="typo", head_files={SCRIPT: script("0.52", project="gsm8k_cj")}
     )
+    asked = world.wandb.projects_asked[(ENTITY, "gsm8k_cj")]
 
     delivery = world.pull_event("opened", world.repo, 10)
 
     assert (delivery.status, delivery.attempts) == ("done", 1), delivery.last_error
+    assert world.wandb.projects_asked[(ENTITY, "gsm8k_cj")] == asked  # the base decides
     body = the_comment(world.repo, 10).body
-    assert f"W\\&B project {ENTITY}/gsm8k\\_cj" in body and "not found" in body
+    assert "wandb:gsm8k\\_cj" in body and "until a maintainer approves" in body
     (run,) = check_runs(world.repo, pr.head_sha)
-    assert run.conclusion == "action_required"  # the PR changes a gate nothing can verify
+    assert run.conclusion == "action_required"  # the PR changes what the gate reads

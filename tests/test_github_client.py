@@ -12,7 +12,6 @@ from datetime import UTC, datetime
 import pytest
 
 from bot.adapters.github.api import CheckAction, ReviewComment
-from bot.adapters.github.app import GitHubApp
 from bot.adapters.github.client import GitHubClient, _create_once
 from bot.adapters.github.errors import GitHubForbidden, GitHubNotFound, GitHubTransientError
 from bot.core.retry import is_transient
@@ -43,11 +42,7 @@ def repo(fake: FakeGitHub) -> Repo:
 
 @pytest.fixture
 def client(fake: FakeGitHub, repo: Repo) -> GitHubClient:
-    assert fake.private_key is not None
-    app = GitHubApp(
-        fake.app_id, fake.private_key, base_url=fake.base_url, throttle=False, backoff=0
-    )
-    return app.installation(INSTALLATION)
+    return fake.github_app().installation(INSTALLATION)
 
 
 def test_pull_info_matches_the_pull_request(client: GitHubClient, repo: Repo) -> None:

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import pytest
 
-from bot.adapters.github.app import GitHubApp
 from bot.adapters.github.client import GitHubClient
 from bot.adapters.github.errors import GitHubFileTooLarge
 from bot.adapters.settings import DEFAULT_MAX_FILE_BYTES
@@ -34,16 +33,7 @@ def repo(fake_github: FakeGitHub) -> Repo:
 
 
 def client_for(fake_github: FakeGitHub, **limits: int) -> GitHubClient:
-    assert fake_github.private_key is not None
-    app = GitHubApp(
-        fake_github.app_id,
-        fake_github.private_key,
-        base_url=fake_github.base_url,
-        throttle=False,
-        backoff=0,
-        **limits,
-    )
-    return app.installation(INSTALLATION)
+    return fake_github.github_app(**limits).installation(INSTALLATION)
 
 
 def blob_requests(fake_github: FakeGitHub) -> list[str]:

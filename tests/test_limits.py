@@ -165,6 +165,7 @@ literal_strategy = st.builds(
 )
 rule_strategy = st.builds(
     RuleSettings,
+    max_allowance=st.just(0.5),  # over the default cap of 25%, as a config may allow
     allowance=st.floats(min_value=0, max_value=0.5),
     significant_digits=st.integers(min_value=1, max_value=4),
 )

@@ -19,8 +19,8 @@ import pytest
 from bot.core.history.sources import HistorySource, HistoryUnavailable
 from bot.core.models import History, SourceSpec
 from bot.core.render.review import render_check, render_comment
-from bot.features.review.approval import gate_key
-from bot.features.review.pull import APPROVE, review_pull
+from bot.features.review.approval import gate_values
+from bot.features.review.pull import APPROVE, read_thresholds, review_pull
 from tests.fakes.recording_github import RecordingGitHub
 
 SCRIPT = "tests/ci/nightly.sh"
@@ -153,14 +153,18 @@ def test_missing_history_leaves_a_changed_gate_unverified_and_says_how_to_retry(
     assert outcome.review is not None and outcome.review.error is not None
     assert "ci/missing.jsonl" in outcome.review.error
     check = repo.check_for(pull.head_sha)
-    assert (check.conclusion, check.actions) == ("action_required", ())  # no approving it away
+    # a maintainer may vouch for a gate nothing verified: the button is there
+    assert (check.conclusion, [a.identifier for a in check.actions]) == (
+        "action_required",
+        ["approve"],
+    )
     assert "/threshold-bot retry" in repo.comments[10].body
 
 
 def test_remote_source_unavailable_leaves_a_changed_gate_unverified(
     repo: RecordingGitHub,
 ) -> None:
-    repo.commit({CONFIG: ""})
+    repo.commit({CONFIG: "", SCRIPT: script("0.56", project="gsm8k_ci")})  # main names it
     pull = repo.open_pull(11, {SCRIPT: script("0.50", project="gsm8k_ci")})
 
     class Down:
@@ -182,7 +186,7 @@ def test_remote_source_unavailable_leaves_a_changed_gate_unverified(
 
 
 def test_remote_source_is_read_through_the_factory(repo: RecordingGitHub) -> None:
-    repo.commit({CONFIG: ""})
+    repo.commit({CONFIG: "", SCRIPT: script("0.56", project="gsm8k_ci")})
     repo.open_pull(13, {SCRIPT: script("0.50", project="gsm8k_ci")})
     text = repo.file_text(repo.repo, HISTORY, "main")
     assert text is not None
@@ -282,7 +286,7 @@ def test_unparseable_threshold_file_names_file_and_line(repo: RecordingGitHub) -
     approval = SimpleNamespace(
         approver="maint",
         approved_at=datetime(2026, 12, 1, tzinfo=UTC),
-        gate_values={gate_key(SCRIPT, "EVAL_ACC_MIN_VALUE"): 0.50},
+        gate_values=gate_values(read_thresholds(repo, repo.repo, pull).files),
     )
     review_pull(repo, repo.repo, 19, approvals=lambda _repo, _number: approval)
     assert repo.check_for(pull.head_sha).conclusion == "action_required"

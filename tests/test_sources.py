@@ -186,8 +186,12 @@ def test_an_ambiguous_project_is_a_warning_in_the_review(tmp_path: Path) -> None
 
 
 def test_the_app_reads_the_skyrl_project_with_no_config(repo: RecordingGitHub) -> None:  # noqa: F811
-    repo.commit({".github/threshold-bot.yml": ""})
-    pull = repo.open_pull(21, {"tests/ci/nightly.sh": skyrl("0.30", hydra=f'\\"{PROJECT}\\"')})
+    named = f'\\"{PROJECT}\\"'
+    # main's script names the project (the base decides what a gate reads); the PR tunes it
+    repo.commit(
+        {".github/threshold-bot.yml": "", "tests/ci/nightly.sh": skyrl("0.35", hydra=named)}
+    )
+    pull = repo.open_pull(21, {"tests/ci/nightly.sh": skyrl("0.30", hydra=named)})
     text = repo.file_text(repo.repo, HISTORY, "main")
     assert text is not None
     history = parse_history(text, HISTORY)

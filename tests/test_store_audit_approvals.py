@@ -6,7 +6,6 @@ import pytest
 from bot.adapters.store import approvals, audit
 from bot.adapters.store.db import init_db, make_engine
 from bot.core.permissions import allows, effective_level
-from bot.features.review.approval import gate_key
 
 
 @pytest.fixture
@@ -38,7 +37,8 @@ def test_audit_entries_are_listed_newest_first_per_repo(sessions) -> None:  # ty
 
 def test_approval_survives_a_new_engine_and_tracks_gate_values(tmp_path: Path) -> None:
     url = f"sqlite:///{tmp_path / 'state.db'}"
-    values = {gate_key("ci/n.sh", "EVAL_MIN"): 0.5}
+    key = "ci/n.sh:EVAL_MIN|eval/acc >=|-"  # as bot.features.review.approval.gate_key writes it
+    values = {key: 0.5}
     with init_db(make_engine(url))() as s:
         assert approvals.latest(s, "o/r", 3) is None
         approvals.approve(
@@ -49,7 +49,7 @@ def test_approval_survives_a_new_engine_and_tracks_gate_values(tmp_path: Path) -
         row = approvals.latest(s, "o/r", 3)
         assert row is not None and row.approver == "alice" and row.head_sha == "a" * 40
         assert approvals.still_valid(row, values)
-        assert not approvals.still_valid(row, {gate_key("ci/n.sh", "EVAL_MIN"): 0.49})
+        assert not approvals.still_valid(row, {key: 0.49})
         assert not approvals.still_valid(None, values)
 
 

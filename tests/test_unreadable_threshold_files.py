@@ -33,12 +33,12 @@ def test_a_threshold_file_forbidden_at_the_base_is_reviewed_as_new() -> None:
     base_reads = 0
     original = gh.file_text
 
-    def file_text(repo: str, path: str, ref: str) -> str | None:
+    def file_text(repo: str, path: str, ref: str, *, max_bytes: int | None = None) -> str | None:
         nonlocal base_reads
         if path == SCRIPT and ref != gh.pulls[5].head_sha:
             base_reads += 1
             raise GitHubForbidden("GitHub 403: Resource not accessible by integration", 403)
-        return original(repo, path, ref)
+        return original(repo, path, ref, max_bytes=max_bytes)
 
     gh.file_text = file_text  # type: ignore[method-assign]
     outcome = review_pull(gh, gh.repo, 5)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import math
 import os
 import re
@@ -14,9 +15,14 @@ from typing import Any
 
 import pytest
 
-from bot.adapters.history.wandb_source import WandbSource, failure_reason, wandb_filters
+from bot.adapters.history.wandb_source import (
+    WandbSource,
+    failure_reason,
+    source_run,
+    wandb_filters,
+)
 from bot.core.history.runs import numeric_summary
-from bot.core.history.sources import HistoryNotFound, HistoryUnavailable
+from bot.core.history.sources import BadHistory, HistoryNotFound, HistoryUnavailable
 from bot.core.models import SourceSpec
 from tests.fakes.wandb_server import API_KEY, NIGHTLY_START, FakeWandb, nightly_run, serve
 
@@ -24,6 +30,7 @@ ROOT = Path(__file__).resolve().parent.parent
 ENTITY, PROJECT = "acme", "gsm8k_ci"
 SPEC = SourceSpec(kind="wandb", entity=ENTITY, project=PROJECT)
 T0 = NIGHTLY_START
+MARKER = "internal-host-10.0.0.5 secret"  # what W&B's answers must not carry into a review
 
 
 @pytest.fixture()
@@ -133,10 +140,22 @@ def test_summary_integer_beyond_float_range_is_non_finite() -> None:
         ("HTTP 401: user is not logged in", "API key"),
         ("the service process is busy and did not respond in time.", "within 7 s"),
         ("dial tcp 127.0.0.1:1: connect: connection refused", "WANDB_BASE_URL"),
+        (f"HTTP 418: {MARKER}", "W&B answered HTTP 418"),
+        (f"something odd: {MARKER}", "details in the App's log"),
     ],
 )
 def test_failure_reasons_are_explained(message: str, expected: str) -> None:
-    assert expected in failure_reason(message, 7)
+    reason = failure_reason(message, 7)
+    assert expected in reason and MARKER not in reason
+
+
+def test_a_malformed_run_names_the_field_not_the_value() -> None:
+    attrs = {"id": "run1", "created_at": f"yesterday at {MARKER}", "state": "finished"}
+    with pytest.raises(BadHistory, match="'run1' is malformed: bad created_at") as err:
+        source_run(attrs, {})
+    assert MARKER not in str(err.value)
+    with pytest.raises(BadHistory, match="malformed: no created_at"):
+        source_run({"id": "run2"}, {})
 
 
 # --------------------------------------------------------------------------- fake server
@@ -214,6 +233,7 @@ def test_wrong_api_key_is_a_clear_unavailable_error(url: str) -> None:
     with pytest.raises(HistoryUnavailable, match="API key") as err:
         bad.fetch(SPEC)
     assert f"{ENTITY}/{PROJECT}" in str(err.value)
+    assert "not logged in" not in str(err.value)  # the fake's answer: logged, not shown
 
 
 def test_missing_api_key_is_a_clear_unavailable_error(url: str) -> None:
@@ -274,6 +294,21 @@ def test_an_outage_longer_than_the_timeout_fails_within_the_timeout(
     with pytest.raises(HistoryUnavailable, match="within 2 s"):
         source(url, retries=50, timeout=2).fetch(SPEC)
     assert time.monotonic() - started < 10
+
+
+@pytest.mark.parametrize(
+    ("status", "expected"),
+    [(400, "W&B answered HTTP 400"), (404, "W&B answered HTTP 404"), (403, "rejected the API key")],
+)
+def test_error_texts_of_w_and_b_are_logged_not_repeated(
+    fake: FakeWandb, url: str, caplog: pytest.LogCaptureFixture, status: int, expected: str
+) -> None:
+    fake.fail(status, count=10, operation="Runs", message=MARKER)
+    with caplog.at_level(logging.WARNING), pytest.raises(HistoryUnavailable) as err:
+        source(url).fetch(SPEC)
+    assert expected in str(err.value) and f"{ENTITY}/{PROJECT}" in str(err.value)
+    assert MARKER not in str(err.value)
+    assert MARKER in caplog.text
 
 
 # --------------------------------------------------------------------------- isolation

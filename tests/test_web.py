@@ -89,7 +89,10 @@ def test_every_fixture_is_accepted_and_routed(bot: Bot) -> None:
         delivery = bot.wait_done(delivery_id)
         assert delivery.event == event_of(name)
         assert delivery.action == fixture(name).get("action")
-        assert json.loads(delivery.body) == fixture(name)
+        if delivery.status == "ignored":  # stored without its body: it is never read
+            assert delivery.body == ""
+        else:
+            assert json.loads(delivery.body) == fixture(name)
         installation = fixture(name).get("installation")
         assert delivery.installation_id == (installation["id"] if installation else None)
     handled_ids = {

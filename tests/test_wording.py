@@ -16,8 +16,8 @@ from bot.cli.main import app
 from bot.core.models import Failures, GateReview, Review, WindowInfo
 from bot.core.render.review import MARKER, render_check, render_comment
 from bot.core.render.terminal import review_table
-from bot.features.review.approval import gate_key
-from bot.features.review.pull import review_pull
+from bot.features.review.approval import gate_values
+from bot.features.review.pull import read_thresholds, review_pull
 from tests.fakes.recording_github import RecordingGitHub
 
 NOTE = "Approved by @maya on 2026-12-02"
@@ -160,7 +160,7 @@ def test_app_comment_after_approval_says_approved() -> None:
     approval = SimpleNamespace(
         approver="maya",
         approved_at=datetime(2026, 12, 2, tzinfo=UTC),
-        gate_values={gate_key(SCRIPT, "EVAL_MIN"): 0.56},
+        gate_values=gate_values(read_thresholds(gh, gh.repo, gh.pulls[8]).files),
     )
 
     review_pull(gh, gh.repo, 8, approvals=lambda _repo, _number: approval)

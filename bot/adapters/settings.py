@@ -6,7 +6,11 @@ W&B client: ``APP_ID``, ``PRIVATE_KEY`` / ``PRIVATE_KEY_PATH``, ``WEBHOOK_SECRET
 ``WANDB_API_KEY`` / ``WANDB_BASE_URL`` / ``WANDB_ENTITY`` and ``REDIS_URL``.
 Operational extras: ``WORKERS``, ``MAX_BODY_BYTES``, ``BOT_LOGIN``, ``MAX_ATTEMPTS``,
 ``RETRY_BASE_SECONDS``, ``RETRY_MAX_SECONDS``, ``LEASE_SECONDS``, ``QUEUE_PATH``,
-``EXTRA_HANDLERS``, ``LOG_LEVEL`` and ``MAX_FILE_BYTES``.
+``EXTRA_HANDLERS``, ``LOG_LEVEL`` and ``MAX_FILE_BYTES``.  Trust boundaries
+(docs/security.md): ``MAX_THRESHOLD_FILE_BYTES``, ``JOB_TIMEOUT_SECONDS``,
+``WANDB_ENTITIES``, ``MLFLOW_TRACKING_URI`` / ``MLFLOW_TRACKING_TOKEN`` /
+``MLFLOW_ALLOWED_URIS``, ``MAX_UNVERIFIED_BYTES``, ``STORE_TIMEOUT_SECONDS``,
+``DELIVERY_RETENTION_DAYS`` and ``RETRY_COOLDOWN_SECONDS``.
 
 ``load_settings`` turns every problem into a ``SettingsError`` whose message is one
 line naming the variable, so ``serve`` can stop with a clear reason.
@@ -22,11 +26,14 @@ from pydantic import Field, SecretStr, ValidationError
 from pydantic_settings import BaseSettings, SettingsConfigDict
 from sqlalchemy.engine import make_url
 
+from bot.core.access import SourcePolicy
+
 Role = Literal["serve", "worker", "any"]
 
 DEFAULT_MAX_BODY = 25 * 1024 * 1024  # GitHub caps webhook payloads at 25 MB
 DEFAULT_MAX_FILE_BYTES = 50 * 1024 * 1024  # the largest file read from a repository
 GITHUB_MAX_FILE_BYTES = 100 * 1024 * 1024  # GitHub's blob API serves files up to 100 MB
+DEFAULT_THRESHOLD_FILE_BYTES = 1024 * 1024  # threshold files and the repository config
 LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
 
 
@@ -64,6 +71,25 @@ class Settings(BaseSettings):
     log_level: str = "INFO"
     max_file_bytes: int = Field(default=DEFAULT_MAX_FILE_BYTES, ge=1, le=GITHUB_MAX_FILE_BYTES)
 
+    # trust boundaries (docs/security.md)
+    # the largest threshold file or repository config read from a PR (history files: above)
+    max_threshold_file_bytes: int = Field(
+        default=DEFAULT_THRESHOLD_FILE_BYTES, ge=1024, le=GITHUB_MAX_FILE_BYTES
+    )
+    job_timeout_seconds: float = Field(default=300.0, gt=0)  # wall-clock limit of one delivery
+    # installation id or GitHub owner login (or "*") -> the W&B entities it may read;
+    # empty: every installation may read only WANDB_ENTITY (JSON in the environment)
+    wandb_entities: dict[str, tuple[str, ...]] = Field(default_factory=dict)
+    mlflow_tracking_uri: str | None = None  # the operator's MLflow server
+    mlflow_tracking_token: SecretStr | None = None  # sent to MLFLOW_TRACKING_URI only
+    # more MLflow servers a repository config may name (comma-separated http(s) URLs)
+    mlflow_allowed_uris: str = ""
+    # the total size of webhook bodies held in memory before their signature is checked
+    max_unverified_bytes: int = Field(default=64 * 1024 * 1024, ge=1024)
+    store_timeout_seconds: float = Field(default=5.0, gt=0)  # /webhook answers 503 after this
+    delivery_retention_days: float = Field(default=30.0, gt=0)  # finished deliveries kept
+    retry_cooldown_seconds: float = Field(default=60.0, ge=0)  # per PR, for /threshold-bot retry
+
     @property
     def webhook_secrets(self) -> tuple[bytes, ...]:
         """Every accepted webhook secret (``WEBHOOK_SECRET`` split on commas)."""
@@ -77,6 +103,16 @@ class Settings(BaseSettings):
         """The extra handler modules named in ``EXTRA_HANDLERS``."""
         return tuple(m.strip() for m in self.extra_handlers.split(",") if m.strip())
 
+    def source_policy(self) -> SourcePolicy:
+        """What any installation may read with the operator's credentials (bot.core.access)."""
+        extra = tuple(u.strip() for u in self.mlflow_allowed_uris.split(",") if u.strip())
+        return SourcePolicy(
+            default_entity=self.wandb_entity,
+            wandb_entities=dict(self.wandb_entities),
+            mlflow_default=self.mlflow_tracking_uri,
+            mlflow_uris=extra,
+        )
+
     def private_key_pem(self) -> str | None:
         """The App's PEM key, from ``PRIVATE_KEY`` (``\\n`` escapes allowed) or the file."""
         if self.private_key is not None:
@@ -88,7 +124,13 @@ class Settings(BaseSettings):
     def secret_values(self) -> tuple[str, ...]:
         """Every secret string, for redaction from logs."""
         values = [s.decode() for s in self.webhook_secrets]
-        for secret in (self.private_key, self.webhook_secret, self.wandb_api_key):
+        secrets = (
+            self.private_key,
+            self.webhook_secret,
+            self.wandb_api_key,
+            self.mlflow_tracking_token,
+        )
+        for secret in secrets:
             if secret is not None and secret.get_secret_value():
                 values.append(secret.get_secret_value())
         return tuple(v for v in values if len(v) >= 4)

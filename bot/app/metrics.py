@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 
-from prometheus_client import CollectorRegistry, Counter, Histogram, generate_latest
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.registry import Collector
 
@@ -71,6 +71,11 @@ class Metrics:
             "threshold_bot_deliveries_failed",
             "Deliveries failed for good, by event.",
             ["event"],
+            registry=r,
+        )
+        self.unverified_bytes = Gauge(
+            "threshold_bot_webhook_unverified_bytes",
+            "Bytes of webhook bodies reserved before their signature is checked.",
             registry=r,
         )
         self.ack_seconds = Histogram(

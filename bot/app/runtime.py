@@ -101,6 +101,7 @@ def build(
         settings, sessions, worker.github, worker.history
     )  # bot.features.review.recheck
     queue.every(RECHECK_MINUTES, "recheck", recheck)
+    queue.every(60, "purge", deliveries.purge_job(sessions, settings.delivery_retention_days))
     return Runtime(
         settings=settings,
         engine=engine,

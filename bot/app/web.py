@@ -6,21 +6,36 @@ after the answers, and a job lost there is recovered from the store:
 
 - 400 when ``X-GitHub-Event``, ``X-GitHub-Delivery`` or ``X-Hub-Signature-256`` is
   missing or malformed (a request carrying only the SHA-1 ``X-Hub-Signature`` gets 401);
-- 413 when ``Content-Length`` or the body actually sent exceeds ``MAX_BODY_BYTES``;
+- 413 when ``Content-Length`` or the body actually sent exceeds ``MAX_BODY_BYTES``
+  (or ``MAX_UNVERIFIED_BYTES``, if smaller: such a body could never be held);
 - 415 when the content type is not JSON;
+- 503 (``Retry-After``) when the bodies being received before their signature is
+  checked already hold ``MAX_UNVERIFIED_BYTES``; 408 when the body takes more than
+  ``BODY_SECONDS`` to arrive (``bot.app.intake``);
 - 401 when the signature is not a valid HMAC-SHA256 under any configured secret;
 - 400 when the signed body is not a JSON object;
 - 202 ``{"status": "queued"}`` once the delivery is committed to the store —
   ``ping`` included; 202 ``{"status": "ignored"}`` when no handler wants
-  it or the App itself sent it (stored, not run);
+  it or the App itself sent it (stored without its body, not run);
 - 200 ``{"status": "duplicate"}`` for a delivery id already stored: not run again.
   A redelivery of a delivery that *failed* is accepted and run again (GitHub's
-  "Redeliver" button keeps the id).
+  "Redeliver" button keeps the id);
+- 503 (``Retry-After``) when the store did not commit the delivery within
+  ``STORE_TIMEOUT_SECONDS``, failed, or its SQLite file was deleted or replaced: a
+  202 is never sent for a delivery not durably stored.  A delivery answered 503
+  whose write was already under way may still be stored; its redelivery is then a
+  duplicate (200), and it runs once either way.
+
+``GET /healthz`` answers 200 only if a write is durable now
+(``bot.adapters.store.health``: the database file still on disk, room on its disk,
+a heartbeat row written within ``STORE_TIMEOUT_SECONDS``), else 503 with the reason.
 """
 
 from __future__ import annotations
 
+import asyncio
 import logging
+import math
 import time
 from collections.abc import AsyncIterator
 from concurrent.futures import ThreadPoolExecutor
@@ -28,18 +43,19 @@ from contextlib import asynccontextmanager
 from dataclasses import replace
 
 from fastapi import FastAPI
-from sqlalchemy import text
 from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import request_response
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from bot.adapters.github.app import app_login
 from bot.adapters.settings import Settings
-from bot.adapters.store import deliveries
+from bot.adapters.store import deliveries, health
 from bot.adapters.store.deliveries import NewDelivery, Recorded
 from bot.adapters.store.group_commit import GroupCommit
-from bot.app.intake import Intake, Rejected, check_headers, parse_delivery, read_body
+from bot.adapters.store.health import StoreFile, StoreUnavailable
+from bot.app.intake import Budget, Intake, Rejected, check_headers, parse_delivery, read_body
 from bot.app.metrics import CONTENT_TYPE
 from bot.app.runtime import Runtime, build
 from bot.core.routing import skip_reason
@@ -80,7 +96,10 @@ def create_app(
     rt = runtime if runtime is not None else build(settings)
     owned = runtime is None
     secrets = settings.webhook_secrets
-    cap = settings.max_body_bytes
+    cap = min(settings.max_body_bytes, settings.max_unverified_bytes)
+    budget = Budget(settings.max_unverified_bytes, rt.metrics.unverified_bytes.set)
+    timeout = settings.store_timeout_seconds
+    retry_after = {"Retry-After": str(max(1, math.ceil(timeout)))}
 
     def enqueue(stored: list[tuple[NewDelivery, Recorded]]) -> None:
         ids = [new.id for new, got in stored if got.accepted and got.status == "queued"]
@@ -89,12 +108,21 @@ def create_app(
         except Exception:  # stored: the supervisor's sweep will enqueue them later
             log.exception("enqueue failed; the deliveries stay stored", extra={"ids": ids[:50]})
 
-    intake_db = deliveries.intake_sessions(rt.sessions)
+    intake_db = deliveries.intake_sessions(rt.sessions, busy_timeout=timeout)
+    store_file = StoreFile.of(rt.engine)
+
+    def store(batch: list[NewDelivery]) -> list[Recorded]:
+        """Store a batch; raise unless the rows went into the database file still on disk."""
+        if store_file is not None:
+            store_file.check()
+        recorded = deliveries.add_many(intake_db, batch, wait=timeout)
+        if store_file is not None:
+            store_file.check()
+        return recorded
+
     writer = ThreadPoolExecutor(1, "intake-store")  # the database writes overlap the parsing
     committer: GroupCommit[NewDelivery, Recorded] = GroupCommit(
-        lambda batch: deliveries.add_many(intake_db, batch),
-        after=enqueue,
-        executor=writer,
+        store, after=enqueue, executor=writer
     )
 
     @asynccontextmanager
@@ -115,11 +143,15 @@ def create_app(
 
     def triage(intake: Intake) -> NewDelivery:
         reason = skip_reason(
-            rt.router, intake.delivery.event, intake.payload, settings.bot_login, settings.app_id
+            rt.router,
+            intake.delivery.event,
+            intake.payload,
+            app_login(settings).known(),  # never waits for GitHub
+            settings.app_id,
         )
         if reason is None:
             return intake.delivery
-        return replace(intake.delivery, status="ignored", outcome=reason)
+        return replace(intake.delivery, status="ignored", outcome=reason, body="")  # never read
 
     def answer(new: NewDelivery, recorded: Recorded) -> tuple[int, dict[str, str]]:
         if recorded.duplicate and not recorded.accepted:
@@ -134,21 +166,32 @@ def create_app(
     async def receive(request: Request) -> Response:
         started = time.perf_counter()
         try:
-            event, delivery_id, signature = check_headers(request.headers, cap)
-            body = await read_body(request, cap)
-            if not verify(body, signature, secrets):
-                raise Rejected(401, "signature does not match")
+            event, delivery_id, signature, length = check_headers(request.headers, cap)
+            with budget.hold(length) as held:  # released once the signature is checked
+                body = await read_body(request, cap, held)
+                if not verify(body, signature, secrets):
+                    raise Rejected(401, "signature does not match")
             new = triage(parse_delivery(event, delivery_id, body))
         except Rejected as exc:
             rt.metrics.rejected.labels(str(exc.status)).inc()
             log.warning("webhook refused: %s", exc.reason, extra={"status": exc.status})
-            return JSONResponse({"error": exc.reason}, status_code=exc.status)
+            wait = {} if exc.retry_after is None else {"Retry-After": str(exc.retry_after)}
+            return JSONResponse({"error": exc.reason}, status_code=exc.status, headers=wait)
         try:
-            recorded = await committer.submit(new)
-        except Exception:
-            log.exception("could not store the delivery", extra={"delivery": delivery_id})
+            recorded = await asyncio.wait_for(committer.submit(new), timeout)
+        except Exception as exc:
+            known = isinstance(exc, TimeoutError | StoreUnavailable)
+            why = f"not stored within {timeout:g} s" if isinstance(exc, TimeoutError) else str(exc)
+            log.error(
+                "could not store the delivery: %s",
+                why.splitlines()[0] if why else type(exc).__name__,
+                extra={"delivery": delivery_id},
+                exc_info=not known,
+            )
             rt.metrics.rejected.labels("503").inc()
-            return JSONResponse({"error": "could not store the delivery"}, status_code=503)
+            return JSONResponse(
+                {"error": "could not store the delivery"}, status_code=503, headers=retry_after
+            )
         status, content = answer(new, recorded)
         rt.metrics.ack_seconds.observe(time.perf_counter() - started)
         return JSONResponse(content, status_code=status)
@@ -160,13 +203,19 @@ def create_app(
     app.webhook = request_response(webhook)
 
     @app.get("/healthz")
-    def healthz() -> Response:
+    async def healthz() -> Response:
+        free = settings.max_body_bytes  # room for the largest delivery
         try:
-            with rt.engine.connect() as conn:
-                conn.execute(text("SELECT 1"))
+            check = asyncio.to_thread(health.check, intake_db, store_file, free)
+            await asyncio.wait_for(check, timeout)
+        except TimeoutError:
+            reason = f"the store did not take a write within {timeout:g} s"
         except Exception as exc:
-            return JSONResponse({"status": "error", "database": str(exc)[:200]}, status_code=503)
-        return JSONResponse({"status": "ok", "workers": rt.running})
+            reason = (str(exc).strip().splitlines() or [type(exc).__name__])[0][:300]
+        else:
+            return JSONResponse({"status": "ok", "workers": rt.running})
+        log.error("health check failed: %s", reason)
+        return JSONResponse({"status": "error", "reason": reason}, status_code=503)
 
     @app.get("/metrics")
     def metrics() -> Response:

@@ -4,7 +4,10 @@ Delivery is at least once.  ``Worker.run`` claims the delivery in the store (one
 atomic update, so duplicates in the queue are harmless), runs its handlers and
 records the result.  Transient errors (``bot.core.retry.is_transient``) are retried
 with exponential backoff up to ``MAX_ATTEMPTS``; anything else fails the delivery
-with its error kept in ``last_error``.
+with its error kept in ``last_error``, and said in the PR's check run
+(``bot.features.review.failure``).  Each delivery runs under the wall-clock limit
+``JOB_TIMEOUT_SECONDS`` (``bot.core.deadline``) and reads only the remote histories its
+installation may (``bot.core.access``).
 
 ``Supervisor`` keeps the store and the queue in step: at start it re-enqueues every
 open delivery (a process killed with ``kill -9`` loses the jobs it had dequeued), and
@@ -27,6 +30,7 @@ from typing import Any
 from sqlalchemy.orm import Session, sessionmaker
 
 from bot.adapters.github.api import GitHubFactory
+from bot.adapters.github.app import app_login
 from bot.adapters.queue import JobQueue
 from bot.adapters.settings import Settings
 from bot.adapters.store import deliveries
@@ -35,10 +39,13 @@ from bot.app import owners
 from bot.app.intake_gate import IntakeGate
 from bot.app.logs import delivery_logger
 from bot.app.metrics import Metrics
+from bot.core import deadline
+from bot.core.access import guarded
 from bot.core.history.sources import HistoryFactory
 from bot.core.retry import PermanentError, backoff_delay, is_transient
 from bot.core.routing import Router, is_own_event
 from bot.features.context import DeliveryInfo, HandlerContext
+from bot.features.review.failure import report_failure
 
 log = logging.getLogger(__name__)
 
@@ -84,7 +91,8 @@ class Worker:
             return
         started = time.monotonic()
         try:
-            outcome = self._handle(delivery)
+            with deadline.within(self.settings.job_timeout_seconds):
+                outcome = self._handle(delivery)
         except Exception as exc:
             self._failed(delivery, exc)
         else:
@@ -105,9 +113,24 @@ class Worker:
         payload: Any = json.loads(delivery.body)
         if not isinstance(payload, dict):
             raise PermanentError("payload is not a JSON object")
-        if is_own_event(payload, self.settings.bot_login, self.settings.app_id):
+        if is_own_event(payload, app_login(self.settings).get(), self.settings.app_id):
             return "ignored: sent by the app itself"
-        ctx = HandlerContext(
+        ctx = self._context(delivery, payload)
+        ran = self.router.dispatch(ctx.delivery.event, ctx.delivery.action, ctx, payload)
+        return f"{ran} handler(s) ran" if ran else "ignored: no handler"
+
+    def _context(self, delivery: Delivery, payload: dict[str, Any]) -> HandlerContext:
+        """The handlers' context: remote history limited to what the installation may read."""
+        repository = payload.get("repository")
+        owner = repository.get("owner") if isinstance(repository, dict) else None
+        owner = owner.get("login") if isinstance(owner, dict) else None
+        history = guarded(
+            self.history,
+            self.settings.source_policy(),
+            installation_id=delivery.installation_id,
+            owner=owner if isinstance(owner, str) else None,
+        )
+        return HandlerContext(
             settings=self.settings,
             sessions=self.sessions,
             delivery=DeliveryInfo(
@@ -118,11 +141,9 @@ class Worker:
                 attempt=delivery.attempts,
             ),
             github=self.github,
-            history=self.history,
+            history=history,
             log=delivery_logger("bot.features", delivery.id, delivery.event),
         )
-        ran = self.router.dispatch(ctx.delivery.event, ctx.delivery.action, ctx, payload)
-        return f"{ran} handler(s) ran" if ran else "ignored: no handler"
 
     def _failed(self, delivery: Delivery, exc: Exception) -> None:
         error = describe(exc)
@@ -138,11 +159,26 @@ class Worker:
             self.metrics.retried.labels(delivery.event).inc()
             log.warning("transient error, retrying in %.1fs: %s", delay, error, extra=extra)
             return
+        self._report(delivery, error)  # the PR says so before the delivery counts as failed
         deliveries.fail(self.sessions, delivery.id, error)
         self.metrics.failed.labels(delivery.event).inc()
         log.error(
             "delivery failed: %s", error, extra=extra, exc_info=not isinstance(exc, PermanentError)
         )
+
+    def _report(self, delivery: Delivery, error: str) -> None:
+        """Say in the PR that the delivery failed (``bot.features.review.failure``)."""
+        extra = {"delivery": delivery.id, "event": delivery.event}
+        try:
+            payload = json.loads(delivery.body)
+            if not isinstance(payload, dict) or delivery.installation_id is None:
+                return
+            posted = report_failure(self._context(delivery, payload), payload, error)
+        except Exception as exc:  # the failure is already recorded; this is best effort
+            log.warning("could not report the failure in the PR: %s", describe(exc), extra=extra)
+            return
+        if posted:
+            log.info("failure reported in the PR's check run", extra=extra)
 
 
 def _age(delivery: Delivery) -> float:

@@ -20,13 +20,16 @@ from bot.adapters.store import audit
 from bot.adapters.store.audit import AuditEntry
 from bot.adapters.store.db import init_db, make_engine
 from bot.core.formatting import iso_date_time
+from bot.core.render.terminal import plain
 
 COLUMNS = ("when (UTC)", "PR", "actor", "action", "outcome", "command", "detail")
 
 
 def audit_table(repo: str, rows: Sequence[AuditEntry]) -> Table:
-    """One row per entry; every cell is plain text (no Rich markup is interpreted)."""
-    table = Table(title=Text(f"audit log of {repo}: {len(rows)} entries"), title_justify="left")
+    """One row per entry; every cell is plain text: no Rich markup is interpreted, and the
+    terminal escape sequences and control characters of outside text are dropped."""
+    title = Text(plain(f"audit log of {repo}: {len(rows)} entries"))
+    table = Table(title=title, title_justify="left")
     for column in COLUMNS:
         table.add_column(column, overflow="fold")
     for row in rows:
@@ -39,7 +42,7 @@ def audit_table(repo: str, rows: Sequence[AuditEntry]) -> Table:
             row.message,
             json.dumps(row.detail, sort_keys=True) if row.detail else "",
         )
-        table.add_row(*(Text(cell) for cell in cells))
+        table.add_row(*(Text(plain(cell)) for cell in cells))
     return table
 
 

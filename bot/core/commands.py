@@ -34,7 +34,7 @@ HELP_TEXT = """\
 | `/rebaseline` | recompute every gate the rule would change and commit the new values |
 | `/rebaseline NAME …` | only the named gates |
 | `/rebaseline --window W` | window W: `20` (last N runs), `regime` or `since:YYYY-MM-DD` |
-| `/rebaseline --allowance 5%` | use another allowance (also `0.05`) |
+| `/rebaseline --allowance 5%` | another allowance (also `0.05`), up to `rule.max_allowance` |
 | `/rebaseline --dry-run` | show what would change, commit nothing |
 | `/threshold-bot retry` | review the PR again (e.g. after a history outage) |
 | `/threshold-bot help` | this help |

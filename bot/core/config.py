@@ -2,27 +2,68 @@
 
 Everything is optional: with no config, shell scripts are discovered with no
 configuration and the default rule applies (docs/configuration.md).
+
+The config is hostile input (anyone who can push to the base branch writes it): YAML
+aliases, deep nesting and huge integers are refused (``bot.core.bounded.BoundedLoader``);
+repository paths and globs must stay inside the repository and are normalised
+(``./a//b`` is ``a/b``); ``name_regex`` must run in linear time (``bot.core.history.names``).
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 from pydantic_core import ErrorDetails
 
+from bot.core.bounded import MAX_PATTERN, BoundedLoader, yaml_problem
+from bot.core.history.names import name_filter
 from bot.core.models import Op, RegimeSettings, RuleSettings, SourceSpec
 
 CONFIG_PATH = ".github/threshold-bot.yml"
 
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")  # C0 (NUL too), DEL, C1
 Permission = Literal["read", "triage", "write", "maintain", "admin"]
 
 
 class ConfigError(ValueError):
     """The repository config is not valid; the message names the problem."""
+
+
+def repo_path(value: str) -> str:
+    """A path or glob relative to the repository root, normalised (``./a//b/`` is ``a/b``).
+
+    ``ValueError`` for one that is absolute, has a ``..`` segment, a backslash or a
+    control character (NUL included), names nothing, or is longer than ``MAX_PATTERN``.
+    """
+    parts = [p for p in value.split("/") if p not in ("", ".")]
+    problems = (
+        (len(value) > MAX_PATTERN, f"longer than {MAX_PATTERN} characters"),
+        (_CONTROL.search(value) is not None, "control characters are not allowed"),
+        ("\\" in value, "backslashes are not allowed (separate directories with /)"),
+        (value.startswith("/"), "must be relative to the repository root, not absolute"),
+        (".." in parts, "'..' is not allowed: paths stay inside the repository"),
+        (not parts, "names no file"),
+    )
+    reason = next((reason for found, reason in problems if found), None)
+    if reason is not None:
+        shown = value if len(value) <= 60 else value[:60] + "…"
+        raise ValueError(f"{shown!r}: {reason}")
+    return "/".join(parts)
+
+
+RepoPath = Annotated[str, AfterValidator(repo_path)]
 
 
 class _Strict(BaseModel):
@@ -42,7 +83,7 @@ class GateDecl(_Strict):
 class FileDecl(_Strict):
     """Threshold files matched by a glob, and (for structured files) their gates."""
 
-    path: str = Field(min_length=1)  # a glob relative to the repository root, "ci/**/*.yaml"
+    path: RepoPath = Field(min_length=1)  # a glob relative to the repository root, "ci/**/*.yaml"
     source: str | None = None
     gates: tuple[GateDecl, ...] = ()
 
@@ -79,7 +120,7 @@ class RepoConfig(_Strict):
     default_source: str | None = None
     files: tuple[FileDecl, ...] = ()
     # globs of shell scripts to scan for gates; empty = every changed .sh/.bash file
-    shell: tuple[str, ...] = ()
+    shell: tuple[RepoPath, ...] = ()
     permissions: PermissionSettings = Field(default_factory=PermissionSettings)
 
     @field_validator("shell", mode="before")
@@ -90,17 +131,24 @@ class RepoConfig(_Strict):
     @field_validator("sources")
     @classmethod
     def _complete_sources(cls, sources: dict[str, SourceSpec]) -> dict[str, SourceSpec]:
+        complete = dict(sources)
         for name, spec in sources.items():
             if spec.kind == "file" and not spec.path:
                 raise ValueError(f"source {name!r}: a file source needs 'path'")
             if spec.kind == "mlflow" and not spec.experiment:
                 raise ValueError(f"source {name!r}: an mlflow source needs 'experiment'")
-            if spec.kind != "wandb" and spec.name_regex:  # matched here, by Python's re
+            if spec.kind != "wandb" and spec.name_regex:  # matched here, by RE2
                 try:
-                    re.compile(spec.name_regex)
-                except re.error as exc:
+                    name_filter(spec.name_regex)
+                except ValueError as exc:
                     raise ValueError(f"source {name!r}: name_regex: {exc}") from None
-        return sources
+            if spec.kind == "file" and spec.path:
+                try:
+                    path = repo_path(spec.path)
+                except ValueError as exc:  # names its key: sources.NAME.path
+                    raise ValueError(f"sources.{name}.path: {exc}") from None
+                complete[name] = spec.model_copy(update={"path": path})
+        return complete
 
     @model_validator(mode="after")
     def _sources_exist(self) -> RepoConfig:
@@ -129,12 +177,11 @@ def parse_config(text: str, path: str = CONFIG_PATH) -> RepoConfig:
     problem found: ``.github/threshold-bot.yml:4: rule.allowance: Input should be ...``.
     """
     try:
-        data = yaml.safe_load(text) if text.strip() else {}
-    except yaml.MarkedYAMLError as exc:
-        line = f":{exc.problem_mark.line + 1}" if exc.problem_mark else ""
-        raise ConfigError(f"{path}{line}: not valid YAML: {exc.problem}") from None
+        data = yaml.load(text, Loader=BoundedLoader) if text.strip() else {}
     except yaml.YAMLError as exc:
-        raise ConfigError(f"{path}: not valid YAML: {exc}") from None
+        line, problem = yaml_problem(exc, text)
+        where = f"{path}:{line}" if line is not None else path
+        raise ConfigError(f"{where}: not valid YAML: {problem}") from None
     if data is None:
         data = {}
     if not isinstance(data, dict):
@@ -142,7 +189,7 @@ def parse_config(text: str, path: str = CONFIG_PATH) -> RepoConfig:
     try:
         return RepoConfig.model_validate(data)
     except ValidationError as exc:
-        root = yaml.compose(text, Loader=yaml.SafeLoader)
+        root = yaml.compose(text, Loader=BoundedLoader)
         errors = exc.errors()
         first = _line(root, _location(errors[0])) if errors else None
         problems = "; ".join(_error_message(err) for err in errors)
@@ -155,15 +202,19 @@ def _error_message(err: ErrorDetails) -> str:
     if err["type"] == "extra_forbidden":
         return f"{where}: unknown setting"
     message = err["msg"].removeprefix("Value error, ")
+    if where and message.startswith(f"{where}."):  # the check named a deeper key
+        return message
     return f"{where}: {message}" if where else message
 
 
 def _location(err: ErrorDetails) -> Sequence[int | str]:
-    """An error's location; a model-level check names it at the start of its message."""
-    if err["loc"]:
-        return err["loc"]
-    named = re.match(r"Value error, ([\w.]+): ", err["msg"])
-    return [int(p) if p.isdigit() else p for p in named[1].split(".")] if named else ()
+    """An error's location; a model-level check names it at the start of its message, and
+    so may a field's check that names a key inside the field (``sources.NAME.path``)."""
+    named = re.match(r"Value error, ([\w.\-]+): ", err["msg"])
+    where = ".".join(str(p) for p in err["loc"])
+    if named and (not where or named[1].startswith(f"{where}.")):
+        return [int(p) if p.isdigit() else p for p in named[1].split(".")]
+    return err["loc"]
 
 
 def _line(node: Any, loc: Sequence[int | str]) -> int | None:

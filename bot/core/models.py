@@ -286,12 +286,25 @@ class RegimeSettings(Frozen):
 
 
 class RuleSettings(Frozen):
-    """The limit rule and the analysis parameters (repository config ``rule:``)."""
+    """The limit rule and the analysis parameters (repository config ``rule:``).
 
-    allowance: float = Field(default=0.05, ge=0, le=1)  # a fraction: 0.05 = 5%
+    ``allowance`` never exceeds ``max_allowance``; ``/rebaseline --allowance`` is held to the
+    same cap (a model copy is not validated: its callers check).
+    """
+
+    max_allowance: float = Field(default=0.25, ge=0, le=1)  # the highest allowance allowed
+    allowance: float = Field(default=0.05, ge=0, le=1, validate_default=True)  # 0.05 = 5%
     window: WindowSpec = Field(default_factory=WindowSpec)
     significant_digits: int = Field(default=2, ge=1, le=12)
     failure_lookback: int = Field(default=30, ge=1)
+
+    @field_validator("allowance")
+    @classmethod
+    def _capped(cls, value: float, info: Any) -> float:
+        cap = info.data.get("max_allowance")  # absent when max_allowance itself is invalid
+        if cap is not None and value > cap:
+            raise ValueError(f"{percent(value)} is over max_allowance ({percent(cap)})")
+        return value
 
     @field_validator("window", mode="before")
     @classmethod
@@ -355,6 +368,8 @@ class GateReview(Frozen):
     old_literal: str = ""  # the literals as written (empty: show the floats)
     proposed_literal: str = ""
     closest_keys: tuple[str, ...] = ()  # without data: the history's keys closest to metric
+    # the source the PR names for this gate instead of the base's: not read until approved
+    proposed_source: str = ""
 
 
 class Regime(Frozen):

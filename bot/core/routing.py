@@ -11,7 +11,9 @@ explicitly (``Router(review.router, approval.router, ...)``, see ``bot.app.route
 
 No actions means every action of the event.  Events sent by the App's own bot user are
 ignored (our own pushes and comments would otherwise trigger us again); events with no
-handler are acknowledged and dropped.
+handler are acknowledged and dropped.  The App's login (``{slug}[bot]``) is passed in by
+the caller, read from ``GET /app``; while it is unknown, the App id still identifies the
+App's comments and any payload object naming the App with its slug.
 """
 
 from __future__ import annotations
@@ -86,11 +88,41 @@ def skip_reason(
 
 
 def is_own_event(payload: dict[str, Any], bot_login: str | None, app_id: int | None) -> bool:
-    """Whether the App caused this event (its bot user is the sender, or its comment)."""
+    """Whether the App caused this event: its bot user ``bot_login`` is the sender, the
+    comment was written by App ``app_id``, or (login unknown) the sender is a Bot named
+    ``{slug}[bot]`` after an App object in the payload whose id is ``app_id``."""
     sender = payload.get("sender")
-    login = sender.get("login") if isinstance(sender, dict) else None
-    if bot_login and isinstance(login, str) and login.lower() == bot_login.lower():
+    sender = sender if isinstance(sender, dict) else {}
+    login = sender.get("login")
+    login = login.lower() if isinstance(login, str) else None
+    if bot_login and login == bot_login.lower():
         return True
+    if app_id is None:
+        return False
     comment = payload.get("comment")
     via = comment.get("performed_via_github_app") if isinstance(comment, dict) else None
-    return app_id is not None and isinstance(via, dict) and via.get("id") == app_id
+    if isinstance(via, dict) and via.get("id") == app_id:
+        return True
+    if sender.get("type") != "Bot" or login is None:
+        return False
+    slugs = {app.get("slug") for app in _apps(payload) if app.get("id") == app_id}
+    return any(isinstance(slug, str) and f"{slug}[bot]".lower() == login for slug in slugs)
+
+
+def _apps(payload: dict[str, Any]) -> list[dict[str, Any]]:
+    """The App objects (``id``, ``slug``) a payload carries: a comment's or issue's
+    ``performed_via_github_app``, a check run's or suite's ``app``, the installation's
+    ``app_id`` / ``app_slug``."""
+    apps: list[dict[str, Any]] = []
+    for key in ("comment", "issue", "pull_request"):
+        item = payload.get(key)
+        if isinstance(item, dict) and isinstance(item.get("performed_via_github_app"), dict):
+            apps.append(item["performed_via_github_app"])
+    for key in ("check_run", "check_suite"):
+        item = payload.get(key)
+        if isinstance(item, dict) and isinstance(item.get("app"), dict):
+            apps.append(item["app"])
+    installation = payload.get("installation")
+    if isinstance(installation, dict) and "app_slug" in installation:
+        apps.append({"id": installation.get("app_id"), "slug": installation["app_slug"]})
+    return apps

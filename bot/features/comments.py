@@ -4,7 +4,8 @@ Only new comments (``created``) on pull requests count: an edit could otherwise
 re-run a command someone already ran, and comments on plain issues or by bots are
 ignored.  A comment with a command gets an 👀 reaction at once, then:
 
-- ``/threshold-bot help`` → the help; ``/threshold-bot retry`` → a fresh review;
+- ``/threshold-bot help`` → the help; ``/threshold-bot retry`` → a fresh review, at most
+  once per ``RETRY_COOLDOWN_SECONDS`` per PR (``bot.features.retry``);
 - ``/rebaseline …`` → ``bot.features.rebaseline.command``;
 - a command that cannot be parsed → a reply saying what is wrong.
 
@@ -17,14 +18,13 @@ from typing import Any
 
 from bot.adapters.github.api import GitHubAPI
 from bot.core.commands import HELP_TEXT, Command, command_lines, parse_comment
-from bot.core.render.markdown import escape
 from bot.core.routing import Router
 from bot.features.context import HandlerContext
 from bot.features.payloads import IssueCommentEvent, User
 from bot.features.rebaseline.command import run_rebaseline
 from bot.features.replies import problems
 from bot.features.respond import audit_once, reply
-from bot.features.review.handlers import review_for_delivery
+from bot.features.retry import run_retry
 
 
 def is_bot(user: User) -> bool:
@@ -82,10 +82,8 @@ def run_command(
         reply(ctx, gh, repo, number, key, HELP_TEXT)
         outcome = "done"
     elif command.kind == "retry":
-        review = review_for_delivery(ctx, repo, number)
-        if review.status == "skipped":
-            reply(ctx, gh, repo, number, key, f"Nothing to review: {escape(review.reason)}.")
-        outcome = review.status
+        run_retry(ctx, gh, repo, number, sender, key, text)  # audits itself: rate-limited
+        return
     else:
         run_rebaseline(ctx, gh, repo, number, sender, command, text)
         return

@@ -38,12 +38,20 @@ class Numbered(Payload):
     number: int
 
 
+class PullRequestChanges(Payload):
+    """What a ``pull_request`` ``edited`` delivery says changed: ``base`` is set when the PR
+    was retargeted (``{"ref": {"from": …}, "sha": {"from": …}}``), else title or body."""
+
+    base: dict[str, Any] | None = None
+
+
 class PullRequestEvent(Payload):
     """A ``pull_request`` delivery."""
 
     action: str
     pull_request: Numbered
     repository: Repository
+    changes: PullRequestChanges = PullRequestChanges()
 
 
 class Issue(Payload):

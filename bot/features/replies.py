@@ -9,8 +9,10 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from datetime import datetime, timedelta
 
 from bot.core.commands import CommandProblem
+from bot.core.formatting import iso_date_time
 from bot.core.render.markdown import code, escape
 
 _LOGIN = re.compile(r"^[A-Za-z0-9](?:[A-Za-z0-9-]{0,38})(?:\[bot\])?$")
@@ -43,3 +45,15 @@ def problems(found: Sequence[CommandProblem]) -> str:
         lines.append(f"- line {problem.line}: {code(problem.text)}: {escape(problem.message)}")
     lines += ["", "`/threshold-bot help` lists the commands and options."]
     return "\n".join(lines)
+
+
+def retry_later(until: datetime, cooldown_seconds: float) -> str:
+    """The answer to ``/threshold-bot retry`` within the cooldown: when it may run again
+    (``until``, in UTC, rounded up to the second)."""
+    seconds = f"{cooldown_seconds:g} second{'' if cooldown_seconds == 1 else 's'}"
+    at = until.replace(microsecond=0) + timedelta(seconds=1 if until.microsecond else 0)
+    return (
+        f"`/threshold-bot retry` reviews a PR at most once every {seconds}, and this PR's last "
+        f"retry is more recent: nothing was reviewed now. Retry at {iso_date_time(at)} UTC "
+        "or later."
+    )

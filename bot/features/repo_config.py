@@ -7,12 +7,21 @@ is judged by, nor the permissions its commands need.
 from __future__ import annotations
 
 from bot.adapters.github.api import GitHubAPI
+from bot.adapters.github.errors import GitHubFileTooLarge
+from bot.adapters.settings import DEFAULT_THRESHOLD_FILE_BYTES
 from bot.core.config import CONFIG_PATH, ConfigError, RepoConfig, parse_config
 
 
-def config_at(gh: GitHubAPI, repo: str, ref: str) -> tuple[RepoConfig, tuple[str, ...]]:
-    """The repository config at ``ref`` (defaults when absent or invalid) and warnings."""
-    text = gh.file_text(repo, CONFIG_PATH, ref)
+def config_at(
+    gh: GitHubAPI, repo: str, ref: str, *, max_bytes: int = DEFAULT_THRESHOLD_FILE_BYTES
+) -> tuple[RepoConfig, tuple[str, ...]]:
+    """The repository config at ``ref`` (defaults when absent, invalid or over ``max_bytes``)
+    and warnings saying why the defaults apply."""
+    try:
+        text = gh.file_text(repo, CONFIG_PATH, ref, max_bytes=max_bytes)
+    except GitHubFileTooLarge as exc:
+        limit = " (MAX_THRESHOLD_FILE_BYTES)" if exc.limit == max_bytes else ""
+        return RepoConfig(), (f"{exc}{limit} — using the default settings",)
     if text is None:
         return RepoConfig(), ()
     try:

@@ -37,6 +37,7 @@ from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import rsa
 from github import Auth, Github, GithubIntegration, GithubRetry
 
+from bot.adapters.github.app import GitHubApp
 from tests.fakes import github_endpoints_checks, github_endpoints_git, github_endpoints_pulls
 from tests.fakes.github_routes import ROUTES, Api, ApiError, Reply, Request, Route
 from tests.fakes.github_shapes import API, Shapes, retarget
@@ -157,6 +158,20 @@ class FakeGitHub:
         self._thread: threading.Thread | None = None
         for method, template in ROUTES:
             self.openapi.operation(method, template)  # every route is a documented operation
+
+    def github_app(self, **options: Any) -> GitHubApp:
+        """The App's own client for this fake (no write spacing, no backoff); ``options`` are
+        more ``GitHubApp`` keyword arguments (``max_file_bytes``, ``retries``…)."""
+        if self.private_key is None:
+            raise ValueError("this fake knows only the App's public key")
+        return GitHubApp(
+            self.app_id,
+            self.private_key,
+            base_url=self.base_url,
+            throttle=False,
+            backoff=0,
+            **options,
+        )
 
     # ----- lifecycle --------------------------------------------------------------------------
     def start(self) -> FakeGitHub:

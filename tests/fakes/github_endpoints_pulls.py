@@ -247,7 +247,13 @@ def create_comment(api: Api, req: Request) -> Reply:
     issue = _issue(api, repo, req)
     now = api.state.tick()
     comment = IssueComment(
-        api.state.next_id(), issue.number, api.state.bot_login, _comment_body(req), now, now
+        api.state.next_id(),
+        issue.number,
+        api.state.bot_login,
+        _comment_body(req),
+        now,
+        now,
+        app_id=api.state.app_id,  # written with an installation token: by the App
     )
     repo.issue_comments[comment.id] = comment
     return Reply(201, api.shapes.issue_comment(repo, comment))

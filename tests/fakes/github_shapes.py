@@ -152,17 +152,19 @@ class Shapes:
             return "COLLABORATOR"
         return "NONE"
 
-    def app(self) -> Json:
-        """The integration (GET /app) for the fake's App."""
+    def app(self, app_id: int | None = None) -> Json:
+        """The integration (GET /app) for the fake's App, or another App of ``state.apps``."""
+        app_id = self.state.app_id if app_id is None else app_id
+        slug = self.state.apps[app_id]
         body = spec_example("integration")
         body.update(
-            id=self.state.app_id,
-            slug=self.state.app_slug,
-            client_id=f"Iv1.{self.state.app_id:016x}",
-            node_id=node_id("Integration", self.state.app_id),
-            name=self.state.app_slug,
+            id=app_id,
+            slug=slug,
+            client_id=f"Iv1.{app_id:016x}",
+            node_id=node_id("Integration", app_id),
+            name=slug,
             owner=self.user("octo"),
-            html_url=f"{WEB}/apps/{self.state.app_slug}",
+            html_url=f"{WEB}/apps/{slug}",
             permissions={
                 "checks": "write",
                 "contents": "write",
@@ -688,6 +690,7 @@ class Shapes:
             updated_at=iso(comment.updated_at),
             issue_url=f"{api}/issues/{comment.issue_number}",
             author_association=self.association(repo, comment.user),
+            performed_via_github_app=(None if comment.app_id is None else self.app(comment.app_id)),
         )
         return body
 

@@ -102,6 +102,8 @@ class Reaction:
 
 @dataclass
 class IssueComment:
+    """An issue comment; ``app_id``: the App that wrote it (``performed_via_github_app``)."""
+
     id: int
     issue_number: int
     user: str
@@ -109,6 +111,7 @@ class IssueComment:
     created_at: datetime
     updated_at: datetime
     reactions: list[Reaction] = field(default_factory=list)
+    app_id: int | None = None
 
 
 @dataclass
@@ -214,6 +217,7 @@ class Repo:
         name = ref.removeprefix("refs/").removeprefix("heads/")
         if name in self.branches:
             return self.branches[name]
+        ref = ref.lower()  # git reads hex in either case
         if ref in self.objects:
             return ref
         matches = [sha for sha in self.objects if len(ref) >= 7 and sha.startswith(ref)]
@@ -445,6 +449,23 @@ class Repo:
         with self.state.lock:
             return [c for c in self.issue_comments.values() if c.issue_number == number]
 
+    def add_comment(
+        self, number: int, body: str, *, user: str = "alice", app: tuple[int, str] | None = None
+    ) -> IssueComment:
+        """A comment on PR ``number`` by ``user``, or by another App ``(id, slug)`` (its bot
+        user ``slug[bot]`` writes it, as a CI bot echoing a PR's description would)."""
+        with self.state.lock:
+            if app is not None:
+                app_id, slug = app
+                self.state.apps[app_id] = slug
+                user = f"{slug}[bot]"
+            now = self.state.tick()
+            comment = IssueComment(
+                self.state.next_id(), number, user, body, now, now, app_id=app and app[0]
+            )
+            self.issue_comments[comment.id] = comment
+            return comment
+
     def check_runs(self, sha: str) -> list[CheckRun]:
         """Check runs on commit ``sha``, oldest first."""
         with self.state.lock:
@@ -463,6 +484,7 @@ class GitHubState:
         self.lock = threading.RLock()
         self.app_id = app_id
         self.app_slug = app_slug
+        self.apps: dict[int, str] = {app_id: app_slug}  # App id -> slug: this App and others
         self.repos: dict[str, Repo] = {}
         self.tokens: dict[str, tuple[int, datetime]] = {}  # token -> (installation, expiry)
         self._ids = itertools.count(1000)

@@ -5,8 +5,10 @@ comment per PR, replies by marker, check runs per head SHA, reviews, permissions
 records every call as ``(method, args)`` so tests can assert what a feature did.  Switches
 make GitHub refuse a push (403), a commit (409), line comments (422) or reviews (403),
 or keep showing a PR's old head; ``max_file_bytes`` and ``unreadable`` make file reads
-fail.  mypy checks it against ``GitHubAPI`` (``_IMPLEMENTS`` below); the real client is
-tested against the HTTP fake in ``tests.fakes.github_api``.
+fail.  As the real client does, it refuses commits that are not hex SHAs and unsafe file
+paths (``GitHubUnsafeInput``), and counts only the comments it wrote as its own.  mypy
+checks it against ``GitHubAPI`` (``_IMPLEMENTS`` below); the real client is tested
+against the HTTP fake in ``tests.fakes.github_api``.
 """
 
 from __future__ import annotations
@@ -34,7 +36,9 @@ from bot.adapters.github.errors import (
     GitHubNotFound,
     GitHubPermanentError,
     GitHubUnprocessable,
+    GitHubUnsafeInput,
 )
+from bot.core.api_paths import is_sha, repo_path_problem
 from tests.fakes.github_state import diff_snapshots
 
 REPLY_MARKER = "<!-- threshold-bot:reply"
@@ -172,8 +176,12 @@ class RecordingGitHub:
         self.calls.append(("pull_files", (repo, number)))
         return list(self.pull_file_list[number])[:limit]
 
-    def file_text(self, repo: str, path: str, ref: str) -> str | None:
+    def file_text(
+        self, repo: str, path: str, ref: str, *, max_bytes: int | None = None
+    ) -> str | None:
         self.calls.append(("file_text", (repo, path, ref)))
+        if repo_path_problem(path) is not None:
+            raise GitHubUnsafeInput(f"refusing the repository path {path!r}")
         if path in self.unreadable:
             raise self.unreadable[path]
         sha = self.commits[-1] if ref == "main" else self.branches.get(ref, ref)
@@ -181,6 +189,8 @@ class RecordingGitHub:
         size = len(text.encode()) if text is not None else 0
         if self.max_file_bytes is not None and size > self.max_file_bytes:
             raise GitHubFileTooLarge(path, size, self.max_file_bytes)
+        if max_bytes is not None and size > max_bytes:
+            raise GitHubFileTooLarge(path, size, max_bytes, setting=None)
         return text
 
     def merge_base(self, repo: str, base: str, head: str) -> str:
@@ -189,6 +199,7 @@ class RecordingGitHub:
 
     def compare_commits(self, repo: str, base: str, head: str, limit: int = 250) -> list[str]:
         self.calls.append(("compare_commits", (repo, base, head)))
+        _check_shas(base, head)
         if base not in self.commits or head not in self.commits:
             raise GitHubNotFound("no common ancestor", 404)
         start, end = self.commits.index(base), self.commits.index(head)
@@ -196,6 +207,7 @@ class RecordingGitHub:
 
     def pulls_for_commit(self, repo: str, sha: str) -> list[PullInfo]:
         self.calls.append(("pulls_for_commit", (repo, sha)))
+        _check_shas(sha)
         found = list(self.commit_pulls.get(sha, []))
         found += [p for p in self.pulls.values() if p.head_sha == sha]
         return found
@@ -306,6 +318,12 @@ class RecordingGitHub:
     def check_for(self, head_sha: str) -> CheckRecord:
         """The check run on ``head_sha`` (fails the test when there is none)."""
         return next(c for c in self.checks.values() if c.head_sha == head_sha)
+
+
+def _check_shas(*commits: str) -> None:
+    for commit in commits:
+        if not is_sha(commit):
+            raise GitHubUnsafeInput(f"refusing {commit!r} as a commit: not a hex SHA")
 
 
 _IMPLEMENTS: type[GitHubAPI] = RecordingGitHub  # mypy: the fake implements the whole protocol

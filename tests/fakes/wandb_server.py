@@ -24,6 +24,8 @@ from typing import Any
 
 from graphql import GraphQLError, GraphQLResolveInfo, build_schema, graphql_sync
 
+from tests.fakes.local_http import serving
+
 API_KEY = "fake-" + "0123456789abcdef" * 3  # shaped like a real key: [\w-]{40,}
 
 SDL = """
@@ -253,6 +255,7 @@ class Fault:
     retry_after: float | None = None
     operation: str | None = None  # only requests of this operation, e.g. "Runs"
     after: int = 0  # let this many matching requests through first
+    message: str = "injected fault"  # the error message of the response body
 
 
 class FakeWandb:
@@ -262,6 +265,7 @@ class FakeWandb:
         self.api_key = api_key
         self.projects: dict[tuple[str, str], dict[str, FakeRun]] = {}
         self.requests: Counter[str] = Counter()
+        self.projects_asked: Counter[tuple[str, str]] = Counter()  # (entity, project) queried
         self.page_overlap = 0  # repeat this many runs of the previous page (duplicates)
         self.faults: list[Fault] = []
         self.lock = threading.Lock()
@@ -296,10 +300,11 @@ class FakeWandb:
         retry_after: float | None = None,
         operation: str | None = None,
         after: int = 0,
+        message: str = "injected fault",
     ) -> None:
         """Answer ``count`` requests of ``operation`` with ``status``, after ``after`` good ones."""
         with self.lock:
-            self.faults.append(Fault(status, count, retry_after, operation, after))
+            self.faults.append(Fault(status, count, retry_after, operation, after, message))
 
     @property
     def total_requests(self) -> int:
@@ -321,6 +326,8 @@ class FakeWandb:
     def _project(self, _info: GraphQLResolveInfo, **args: Any) -> Any:
         entity = args.get("entityName") or ""
         key = (entity, args["name"])
+        with self.lock:
+            self.projects_asked[key] += 1
         if key not in self.projects:
             return None
         project_id = sorted(self.projects).index(key) + 1
@@ -410,7 +417,8 @@ class FakeWandb:
         fault = self._take_fault(operation)
         if fault is not None:
             extra = {} if fault.retry_after is None else {"Retry-After": f"{fault.retry_after:g}"}
-            return fault.status, extra, b'{"errors":[{"message":"injected fault"}]}'
+            answer = json.dumps({"errors": [{"message": fault.message}]}).encode()
+            return fault.status, extra, answer
         if _api_key(headers.get("Authorization", "")) != self.api_key:
             return 401, {}, b'{"errors":[{"message":"user is not logged in"}]}'
         return 200, {}, json.dumps(self.execute(body)).encode()
@@ -462,12 +470,5 @@ class _Server(ThreadingHTTPServer):
 @contextmanager
 def serve(fake: FakeWandb) -> Iterator[str]:
     """Serve ``fake`` on 127.0.0.1 (free port) and yield its base URL."""
-    server = _Server(fake)
-    thread = threading.Thread(target=server.serve_forever, args=(0.05,), daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}"
-    finally:
-        server.shutdown()
-        server.server_close()
-        thread.join(timeout=10)
+    with serving(_Server(fake)) as url:
+        yield url

@@ -106,10 +106,14 @@ class GitHubAPI(Protocol):
         request for ``limit`` <= 100)."""
         ...
 
-    def file_text(self, repo: str, path: str, ref: str) -> str | None:
+    def file_text(
+        self, repo: str, path: str, ref: str, *, max_bytes: int | None = None
+    ) -> str | None:
         """The text of ``path`` at ``ref``; None when the file (or the ref) does not exist.
 
-        Raises ``GitHubFileTooLarge`` for a file over the client's size limit, unread."""
+        Raises ``GitHubFileTooLarge`` for a file over the client's size limit, or over
+        ``max_bytes`` when lower, unread; ``GitHubUnsafeInput`` for a ``path`` with ``..``
+        segments, absolute, or with a backslash or a control character."""
         ...
 
     def merge_base(self, repo: str, base: str, head: str) -> str:
@@ -117,7 +121,10 @@ class GitHubAPI(Protocol):
         ...
 
     def compare_commits(self, repo: str, base: str, head: str, limit: int = 250) -> list[str]:
-        """SHAs of the commits reachable from ``head`` but not ``base``, oldest first."""
+        """SHAs of the commits reachable from ``head`` but not ``base``, oldest first.
+
+        Commits (here and wherever a method takes one) must be hex SHAs; anything else
+        raises ``GitHubUnsafeInput`` unsent."""
         ...
 
     def pulls_for_commit(self, repo: str, sha: str) -> list[PullInfo]:
@@ -129,11 +136,13 @@ class GitHubAPI(Protocol):
         ...
 
     def find_comment(self, repo: str, number: int, marker: str) -> CommentRef | None:
-        """The oldest comment on PR ``number`` posted by a bot and holding ``marker``."""
+        """The oldest comment on PR ``number`` written by this App and holding ``marker``:
+        another account's comment, another bot's included, is never the App's."""
         ...
 
     def upsert_comment(self, repo: str, number: int, body: str, marker: str) -> CommentRef:
-        """Edit the marked comment of PR ``number`` to ``body``, or create it (idempotently)."""
+        """Edit the App's marked comment of PR ``number`` to ``body``, or create it
+        (idempotently)."""
         ...
 
     def add_reaction(self, repo: str, comment_id: int, content: Reaction) -> None:

@@ -2,6 +2,8 @@
 
 ``GitHubApp`` authenticates as the App (``Auth.AppAuth``) and hands out one
 ``GitHubClient`` per installation; PyGithub caches and renews installation tokens.
+``app_login(settings)`` is the App's login (``BOT_LOGIN``, else read from ``GET /app``),
+one per App and process, shared by the webhook, the workers and the clients.
 """
 
 from __future__ import annotations
@@ -9,13 +11,17 @@ from __future__ import annotations
 import threading
 from urllib.parse import urlsplit
 
-from github import Auth, Github, GithubRetry
+from github import Auth, Github, GithubIntegration, GithubRetry
 
 from bot.adapters.github.api import GitHubFactory
 from bot.adapters.github.client import GitHubClient
+from bot.adapters.github.errors import translated
+from bot.adapters.github.identity import AppLogin
 from bot.adapters.settings import DEFAULT_MAX_FILE_BYTES, Settings
 
 DEFAULT_API_URL = "https://api.github.com"
+_LOGINS: dict[int, tuple[Settings, AppLogin]] = {}  # by id(settings), kept alive here
+_LOGINS_LOCK = threading.Lock()
 
 
 class GitHubApp:
@@ -32,10 +38,12 @@ class GitHubApp:
         backoff: float = 0.5,
         throttle: bool = True,
         max_file_bytes: int = DEFAULT_MAX_FILE_BYTES,
+        login: AppLogin | None = None,
     ) -> None:
         """``throttle`` spaces writes 1 s apart, as GitHub asks of integrations; reads are
         never delayed.  ``throttle=False`` (local fakes) sends everything at once.
-        ``max_file_bytes``: the largest file the clients read from a repository."""
+        ``max_file_bytes``: the largest file the clients read from a repository.
+        ``login``: the App's login (default: read from ``GET /app`` on first use)."""
         self.app_id = int(app_id)
         self._auth = Auth.AppAuth(self.app_id, private_key)
         self._base_url = base_url.rstrip("/")
@@ -45,6 +53,15 @@ class GitHubApp:
         self._throttle = throttle
         self._max_file_bytes = max_file_bytes
         self._local = threading.local()
+        self.login = login if login is not None else AppLogin(self.read_login)
+
+    @translated
+    def read_login(self) -> str:
+        """The App's bot login, ``{slug}[bot]``, from ``GET /app`` (App JWT)."""
+        integration = GithubIntegration(
+            auth=self._auth, base_url=self._base_url, timeout=self._timeout, retry=self._retry()
+        )
+        return f"{integration.get_app().slug}[bot]"
 
     def _retry(self) -> GithubRetry:
         # POST is left out: a POST that failed may have landed (see ``_create_once``).
@@ -70,7 +87,7 @@ class GitHubApp:
                 seconds_between_writes=1.0 if self._throttle else None,
             )
             client = cache[installation_id] = GitHubClient(
-                gh, app_id=self.app_id, max_file_bytes=self._max_file_bytes
+                gh, app_id=self.app_id, login=self.login, max_file_bytes=self._max_file_bytes
             )
         return client
 
@@ -95,8 +112,29 @@ def client_factory(settings: Settings, *, throttle: bool | None = None) -> GitHu
         base_url=settings.github_api_url,
         throttle=throttle,
         max_file_bytes=settings.max_file_bytes,
+        login=app_login(settings),
     )
     return app.installation
+
+
+def app_login(settings: Settings) -> AppLogin:
+    """The App's login: ``BOT_LOGIN`` when set, else ``{slug}[bot]`` read from ``GET /app``
+    on first use (none without ``APP_ID`` and a private key).  One per ``settings`` object,
+    so the webhook, the workers and the clients of a process share it."""
+    with _LOGINS_LOCK:
+        found = _LOGINS.get(id(settings))
+        if found is None or found[0] is not settings:
+            found = _LOGINS[id(settings)] = (settings, _new_login(settings))
+        return found[1]
+
+
+def _new_login(settings: Settings) -> AppLogin:
+    key = settings.private_key_pem()
+    if settings.bot_login or settings.app_id is None or not key:
+        return AppLogin(None, settings.bot_login)
+    # one quick retry: while GitHub fails, the login is asked again a minute later
+    url = settings.github_api_url
+    return GitHubApp(settings.app_id, key, base_url=url, timeout=10, retries=1).login
 
 
 def token_client(token: str, *, base_url: str = DEFAULT_API_URL, timeout: int = 15) -> GitHubClient:

@@ -4,6 +4,10 @@ Every method returns the plain values of ``bot.adapters.github.api`` and raises 
 ``GitHubError`` subclasses.  Creating a comment or a check run is idempotent: POSTs are
 not retried inside PyGithub (a POST that failed with a 5xx may still have landed), and
 after a transient failure the resource is looked up again before a second attempt.
+
+Outside strings reach request paths only in the shapes of ``bot.core.api_paths``, each
+segment percent-quoted: anything else (a run's commit ``../../orgs/x``, a config's path
+``../x``) raises ``GitHubUnsafeInput`` before a request is made.
 """
 
 from __future__ import annotations
@@ -19,6 +23,7 @@ from urllib.parse import quote
 from github import Github, GithubException
 from github.CheckRun import CheckRun
 from github.File import File
+from github.GithubObject import NonCompletableGithubObject
 from github.IssueComment import IssueComment
 from github.PaginatedList import PaginatedList
 from github.PullRequest import PullRequest
@@ -41,9 +46,12 @@ from bot.adapters.github.errors import (
     GitHubFileTooLarge,
     GitHubPermanentError,
     GitHubTransientError,
+    GitHubUnsafeInput,
     translated,
 )
+from bot.adapters.github.identity import AppLogin, is_own_comment
 from bot.adapters.settings import DEFAULT_MAX_FILE_BYTES
+from bot.core.api_paths import is_full_name, is_sha, repo_path_problem, segment_problem
 from bot.core.permissions import effective_level
 
 T = TypeVar("T")
@@ -58,14 +66,20 @@ class GitHubClient:
         gh: Github,
         *,
         app_id: int | None = None,
+        login: AppLogin | None = None,
         max_file_bytes: int = DEFAULT_MAX_FILE_BYTES,
     ) -> None:
-        """``max_file_bytes``: ``file_text`` refuses larger files (``GitHubFileTooLarge``)."""
+        """``app_id`` / ``login``: who this client acts as; only comments written by that
+        App or its bot user are its own (without either, none is).  ``max_file_bytes``:
+        ``file_text`` refuses larger files (``GitHubFileTooLarge``)."""
         self._gh = gh
         self._app_id = app_id
+        self._login = login
         self._max_file_bytes = max_file_bytes
 
     def _repo(self, repo: str) -> Repository:
+        if not is_full_name(repo):
+            raise GitHubUnsafeInput(f"refusing {_shown(repo)} as a repository: not owner/name")
         return self._gh.get_repo(repo)  # lazy: no request until used
 
     # ---------------------------------------------------------------- reading
@@ -93,20 +107,24 @@ class GitHubClient:
         ]
 
     @translated
-    def file_text(self, repo: str, path: str, ref: str) -> str | None:
+    def file_text(
+        self, repo: str, path: str, ref: str, *, max_bytes: int | None = None
+    ) -> str | None:
         """The text of ``path`` at ``ref``; None when the file (or the ref) does not exist.
 
         GitHub's contents API sends files over 1 MB only in its ``raw`` and ``object`` media
         types (JSON gets 403 ``too_large``).  One request in the ``object`` media type gives
         the size, and the content up to 1 MB; a larger file then comes from the blob API (up
-        to GitHub's 100 MB).  A file over ``max_file_bytes`` raises ``GitHubFileTooLarge``
-        before its content is downloaded.
+        to GitHub's 100 MB).  A file over ``max_file_bytes``, or over this call's
+        ``max_bytes`` when lower, raises ``GitHubFileTooLarge`` before its content is
+        downloaded.  An unsafe ``path`` raises ``GitHubUnsafeInput`` (``ref`` goes in the
+        query string).
         """
         gh_repo = self._repo(repo)
         try:
             _, meta = gh_repo.requester.requestJsonAndCheck(
                 "GET",
-                f"{gh_repo.url}/contents/{quote(path)}",
+                f"{gh_repo.url}/contents/{_quoted_path(path)}",
                 parameters={"ref": ref},
                 headers={"Accept": OBJECT_MEDIA_TYPE},
                 follow_302_redirect=True,
@@ -120,10 +138,12 @@ class GitHubClient:
         size = int(meta.get("size") or 0)
         if size > self._max_file_bytes:
             raise GitHubFileTooLarge(path, size, self._max_file_bytes)
+        if max_bytes is not None and size > max_bytes:
+            raise GitHubFileTooLarge(path, size, max_bytes, setting=None)
         if meta.get("encoding") == "base64":
             raw = base64.b64decode(meta.get("content") or "")
         else:  # over 1 MB: no content in the object media type
-            blob = gh_repo.get_git_blob(str(meta["sha"]))
+            blob = gh_repo.get_git_blob(_sha(str(meta["sha"])))
             raw = (
                 base64.b64decode(blob.content)
                 if blob.encoding == "base64"
@@ -134,23 +154,26 @@ class GitHubClient:
     @translated
     def merge_base(self, repo: str, base: str, head: str) -> str:
         """The SHA of the merge base of ``base`` and ``head`` (what a PR diff starts from)."""
-        return self._repo(repo).compare(base, head).merge_base_commit.sha
+        return self._repo(repo).compare(_sha(base), _sha(head)).merge_base_commit.sha
 
     @translated
     def compare_commits(self, repo: str, base: str, head: str, limit: int = 250) -> list[str]:
         """SHAs of the commits reachable from ``head`` but not ``base``, oldest first."""
-        commits = self._repo(repo).compare(base, head).commits
+        commits = self._repo(repo).compare(_sha(base), _sha(head)).commits
         return [c.sha for c, _ in zip(commits, range(limit), strict=False)]
 
     @translated
     def pulls_for_commit(self, repo: str, sha: str) -> list[PullInfo]:
         """The PRs that contain commit ``sha`` (merged ones have ``merged=True``)."""
-        return [_pull_info(pr) for pr in self._repo(repo).get_commit(sha).get_pulls()]
+        return [_pull_info(pr) for pr in self._repo(repo).get_commit(_sha(sha)).get_pulls()]
 
     @translated
     def permission(self, repo: str, user: str) -> str:
         """``user``'s level on ``repo`` (``admin``/``maintain``/``write``/``triage``/``read``/
         ``none``): the built-in ``role_name`` when GitHub reports one, else ``permission``."""
+        problem = segment_problem(user)
+        if problem is not None:
+            raise GitHubUnsafeInput(f"refusing {_shown(user)} as a login: {problem}")
         gh_repo = self._repo(repo)
         _, data = gh_repo.requester.requestJsonAndCheck(
             "GET", f"{gh_repo.url}/collaborators/{quote(user, safe='')}/permission"
@@ -161,10 +184,13 @@ class GitHubClient:
 
     @translated
     def find_comment(self, repo: str, number: int, marker: str) -> CommentRef | None:
-        """The oldest comment on PR ``number`` posted by a bot and holding ``marker``."""
+        """The oldest comment on PR ``number`` written by this App (its App id on the
+        comment, or its bot login) and holding ``marker``."""
+        login = self._login.get() if self._login is not None else None
         for comment in self._comments(repo, number):
-            if marker in (comment.body or "") and _is_bot(comment):
-                return CommentRef(id=comment.id, url=comment.html_url, body=comment.body)
+            body = comment.get("body") or ""
+            if marker in body and is_own_comment(comment, self._app_id, login):
+                return CommentRef(id=int(comment["id"]), url=str(comment["html_url"]), body=body)
         return None
 
     def upsert_comment(self, repo: str, number: int, body: str, marker: str) -> CommentRef:
@@ -191,8 +217,12 @@ class GitHubClient:
         """React to an issue comment (e.g. ``eyes`` on a slash command)."""
         self._comment(repo, comment_id).create_reaction(content)
 
-    def _comments(self, repo: str, number: int) -> Iterator[IssueComment]:
-        yield from self._repo(repo).get_issue(number).get_comments()
+    def _comments(self, repo: str, number: int) -> Iterator[dict[str, Any]]:
+        """The comments of issue ``number`` as GitHub lists them (all pages, oldest first)."""
+        gh_repo = self._repo(repo)
+        url = f"{gh_repo.url}/issues/{int(number)}/comments"
+        for comment in PaginatedList(_Listed, gh_repo.requester, url, None):
+            yield comment.raw_data
 
     def _comment(self, repo: str, comment_id: int) -> IssueComment:
         url = f"{self._repo(repo).url}/issues/comments/{comment_id}"
@@ -269,7 +299,7 @@ class GitHubClient:
         return self._edit_check_run(repo, found.id, fields) if found is not None else None
 
     def _find_check_run(self, repo: str, head_sha: str, name: str) -> CheckRun | None:
-        runs = self._repo(repo).get_commit(head_sha).get_check_runs(check_name=name)
+        runs = self._repo(repo).get_commit(_sha(head_sha)).get_check_runs(check_name=name)
         ours = [r for r in runs if r.name == name and self._is_ours(r)]
         return max(ours, key=lambda r: r.id) if ours else None
 
@@ -298,6 +328,7 @@ class GitHubClient:
         Raises ``GitHubPermanentError`` (409) when the file's blob SHA no longer matches
         (the branch moved under us); ``GitHubNotFound`` when the file or branch is gone.
         """
+        _quoted_path(path)  # PyGithub quotes it; only a safe path may reach it
         gh_repo = self._repo(repo)
         current = gh_repo.get_contents(path, ref=branch)
         if isinstance(current, list):
@@ -319,12 +350,44 @@ class GitHubClient:
         """Post a ``COMMENT`` review on PR ``number`` with line comments; return its id."""
         gh_repo = self._repo(repo)
         review = gh_repo.get_pull(number).create_review(
-            commit=gh_repo.get_commit(commit_sha),
+            commit=gh_repo.get_commit(_sha(commit_sha)),
             body=body,
             event="COMMENT",
             comments=[_review_comment(c) for c in comments],
         )
         return int(review.id)
+
+
+class _Listed(NonCompletableGithubObject):
+    """An item of a listing kept as GitHub sent it (``raw_data``): reading a field GitHub
+    left out fetches nothing."""
+
+    def _initAttributes(self) -> None:
+        pass
+
+    def _useAttributes(self, attributes: dict[str, Any]) -> None:
+        pass
+
+
+def _sha(value: str) -> str:
+    """``value`` if it is a hex commit SHA; else ``GitHubUnsafeInput``."""
+    if not is_sha(value):
+        raise GitHubUnsafeInput(f"refusing {_shown(value)} as a commit: not a hex SHA")
+    return value
+
+
+def _quoted_path(path: str) -> str:
+    """A repository file path, each segment percent-quoted; ``GitHubUnsafeInput`` when it
+    has a ``..`` segment, is absolute, or holds a backslash or a control character."""
+    problem = repo_path_problem(path)
+    if problem is not None:
+        raise GitHubUnsafeInput(f"refusing the repository path {_shown(path)}: {problem}")
+    return "/".join(quote(part, safe="") for part in path.split("/"))
+
+
+def _shown(value: str) -> str:
+    """An outside string for an error message: quoted, escaped, clipped."""
+    return repr(value[:80] + ("…" if len(value) > 80 else ""))
 
 
 def _review_comment(comment: ReviewComment) -> GithubReviewComment:
@@ -364,11 +427,6 @@ def _pull_info(pr: PullRequest) -> PullInfo:
         head_sha=pr.head.sha,
         head_repo=pr.head.repo.full_name if pr.head.repo is not None else None,
     )
-
-
-def _is_bot(comment: IssueComment) -> bool:
-    user = comment.user
-    return user is None or user.type == "Bot" or user.login.endswith("[bot]")
 
 
 def _check_ref(run: CheckRun, *, created: bool = False) -> CheckRunRef:

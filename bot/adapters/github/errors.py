@@ -2,7 +2,8 @@
 
 - ``GitHubTransientError``: 5xx, rate limits, network failures: retry later;
 - ``GitHubNotFound`` / ``GitHubForbidden`` / ``GitHubUnprocessable`` /
-  ``GitHubFileTooLarge`` / ``GitHubPermanentError``: retrying will not help.
+  ``GitHubFileTooLarge`` / ``GitHubUnsafeInput`` / ``GitHubPermanentError``: retrying will
+  not help.
 """
 
 from __future__ import annotations
@@ -50,13 +51,20 @@ class GitHubUnprocessable(GitHubPermanentError):
 
 
 class GitHubFileTooLarge(GitHubPermanentError):
-    """A file larger than the bot reads (the ``MAX_FILE_BYTES`` setting), refused unread."""
+    """A file larger than the bot reads, refused unread; ``setting`` names the limit's
+    setting in the message (``MAX_FILE_BYTES``; None for a caller's own limit)."""
 
-    def __init__(self, path: str, size: int, limit: int) -> None:
-        super().__init__(
-            f"{path} is {_bytes(size)}, over the limit of {_bytes(limit)} (MAX_FILE_BYTES)"
-        )
+    def __init__(
+        self, path: str, size: int, limit: int, setting: str | None = "MAX_FILE_BYTES"
+    ) -> None:
+        named = f" ({setting})" if setting else ""
+        super().__init__(f"{path} is {_bytes(size)}, over the limit of {_bytes(limit)}{named}")
         self.path, self.size, self.limit = path, size, limit
+
+
+class GitHubUnsafeInput(GitHubPermanentError):
+    """An outside string refused before it could become part of an API path: a commit that
+    is not a hex SHA, a repository path with ``..`` segments, a malformed ``owner/name``."""
 
 
 def _bytes(n: int) -> str:

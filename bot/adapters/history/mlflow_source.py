@@ -7,25 +7,42 @@ ids and a single state are filtered by the server; several states, tags, group
 (a ``group`` tag), job type (a ``job_type`` tag) and the name regex here.
 MLflow filter strings have no OR, so an incremental read is two searches: runs
 started since a time, and the runs asked for by id.
+
+Trust boundary (docs/security.md): only http(s) servers of the operator's allow-list
+are read (``MLFLOW_TRACKING_URI`` plus ``MLFLOW_ALLOWED_URIS``), through a REST store
+built here with explicit credentials: the token goes to ``MLFLOW_TRACKING_URI`` only.
+Errors are told in our own words (``mlflow_errors``); MLflow's text is logged.
 """
 
 from __future__ import annotations
 
+import importlib.util
+import logging
 import os
-import re
 import threading
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
+from bot.adapters.history.mlflow_errors import failure_reason, shown
+from bot.core.access import SourcePolicy, normalise_uri
+from bot.core.history.names import name_filter
 from bot.core.history.runs import Progress, SourceRun, make_history, numeric_summary
-from bot.core.history.sources import HistoryError, HistoryNotFound, HistoryUnavailable
+from bot.core.history.sources import (
+    HistoryError,
+    HistoryNotFound,
+    HistoryUnavailable,
+    SourceRefused,
+)
 from bot.core.models import History, Run, RunState, SourceSpec, as_utc
 
 if TYPE_CHECKING:
     from mlflow.entities import Run as MlflowRun
-    from mlflow.tracking import MlflowClient
+    from mlflow.store.tracking.rest_store import RestStore
+    from mlflow.utils.rest_utils import MlflowHostCreds
+
+log = logging.getLogger(__name__)
 
 COMMIT_TAG = "mlflow.source.git.commit"
 STATES: dict[str, RunState] = {
@@ -91,7 +108,7 @@ def wanted(spec: SourceSpec, status: str, name: str | None, tags: dict[str, str]
         return False
     if spec.job_type and tags.get("job_type") != spec.job_type:
         return False
-    return not (spec.name_regex and not re.search(spec.name_regex, name or ""))
+    return not (spec.name_regex and not name_filter(spec.name_regex)(name or ""))
 
 
 def source_run(
@@ -121,11 +138,28 @@ def source_run(
 
 
 class MlflowSource:
-    """A ``HistorySource`` for ``SourceSpec(kind="mlflow")`` over the real MLflow client."""
+    """A ``HistorySource`` for ``SourceSpec(kind="mlflow")`` over the real MLflow client.
 
-    def __init__(self, *, tracking_uri: str | None = None, per_page: int = 1000) -> None:
+    ``tracking_uri`` is the operator's server (``MLFLOW_TRACKING_URI``): specs naming no
+    server read it, and it alone receives ``token`` (``MLFLOW_TRACKING_TOKEN``) and the
+    other credentials MLflow reads from the environment (basic auth, client certificate,
+    auth plugin).  ``allowed`` are more servers a spec may name (``MLFLOW_ALLOWED_URIS``);
+    they get no credentials.  Any other server, or a URI that is not http(s), is refused
+    with ``SourceRefused`` before any request.
+    """
+
+    def __init__(
+        self,
+        *,
+        tracking_uri: str | None = None,
+        token: str | None = None,
+        allowed: Sequence[str] = (),
+        per_page: int = 1000,
+    ) -> None:
         self.tracking_uri = tracking_uri
+        self.policy = SourcePolicy(mlflow_default=tracking_uri, mlflow_uris=tuple(allowed))
         self.per_page = per_page
+        self._token = token
         self._lock = threading.Lock()
 
     def fetch(self, spec: SourceSpec) -> History:
@@ -141,27 +175,21 @@ class MlflowSource:
         progress: Progress | None = None,
     ) -> list[SourceRun]:
         """Runs of ``spec`` (all, or started since a time plus the given ids), deduplicated."""
-        uri = spec.tracking_uri or self.tracking_uri or os.environ.get("MLFLOW_TRACKING_URI")
-        if not uri:
-            raise HistoryNotFound(
-                f"no MLflow tracking URI for {spec.describe()}: set 'tracking_uri' in the "
-                "repository config or MLFLOW_TRACKING_URI on the server"
-            )
+        url, own = self._server(spec)
         if not spec.experiment:
             raise HistoryNotFound("no MLflow experiment given: name it in the repository config")
-        where = f"experiment {spec.experiment!r} at {uri}"
+        where = f"experiment {spec.experiment!r} at {shown(url)}"
         prepare_environment()
-        try:
-            from mlflow.tracking import MlflowClient
-        except ImportError:
+        if importlib.util.find_spec("mlflow") is None:
             raise HistoryUnavailable(
                 f"{spec.describe()}: this server has no MLflow client; "
                 "install threshold-bot with the 'mlflow' extra"
-            ) from None
+            )
 
-        with self._lock, self._translated(where):
-            client = MlflowClient(tracking_uri=uri)
-            experiment = client.get_experiment_by_name(spec.experiment)
+        with self._lock, self._translated(where, own):
+            store = self._store(url, own)
+            name = spec.experiment
+            experiment = store.get_experiment_by_name(name)  # type: ignore[no-untyped-call]
             if experiment is None:
                 raise HistoryNotFound(
                     f"MLflow {where} not found: check the experiment name in the repository config"
@@ -176,7 +204,7 @@ class MlflowSource:
             ]
             runs: dict[str, SourceRun] = {}
             for text in filters:
-                for run in self._search(client, experiment.experiment_id, text):
+                for run in self._search(store, experiment.experiment_id, text):
                     item = _convert(run, spec)
                     if item is not None:
                         runs[item.run.id] = item
@@ -184,12 +212,53 @@ class MlflowSource:
                         progress(len(runs), None)
         return list(runs.values())
 
-    def _search(self, client: MlflowClient, experiment_id: str, text: str) -> Iterator[MlflowRun]:
+    def _server(self, spec: SourceSpec) -> tuple[str, bool]:
+        """The URL to read ``spec`` at, spelled as the operator listed it, and whether it
+        is the operator's own server.  ``HistoryNotFound`` without any, ``SourceRefused``
+        when the allow-list refuses it."""
+        uri = spec.tracking_uri or self.tracking_uri
+        if not uri:
+            raise HistoryNotFound(
+                f"no MLflow tracking URI for {spec.describe()}: set 'tracking_uri' in the "
+                "repository config or MLFLOW_TRACKING_URI on the server"
+            )
+        refusal = self.policy.refusal(spec, installation_id=None, owner=None)
+        if refusal is not None:
+            raise SourceRefused(f"not read from {shown(uri)}: {refusal}")
+        listed = (*self.policy.mlflow_uris, self.tracking_uri)
+        servers = {normalise_uri(u): u for u in listed if u}
+        target = normalise_uri(uri)
+        own = self.tracking_uri is not None and target == normalise_uri(self.tracking_uri)
+        return servers[target], own
+
+    def _store(self, url: str, own: bool) -> RestStore:
+        """MLflow's REST store for ``url`` with explicit credentials: the operator's for its
+        own server, none for another (MLflow's default client would send the environment's
+        MLFLOW_TRACKING_TOKEN to every server)."""
+        from mlflow.store.tracking.rest_store import RestStore
+        from mlflow.utils.credentials import get_default_host_creds
+        from mlflow.utils.rest_utils import MlflowHostCreds
+
+        creds: MlflowHostCreds = get_default_host_creds(url)  # type: ignore[no-untyped-call]
+        if own:  # basic auth, client certificate, auth plugin: as MLflow reads them
+            creds.token = self._token  # the settings' token, whatever MLflow read
+        else:  # TLS options only
+            creds = MlflowHostCreds(  # type: ignore[no-untyped-call]
+                url,
+                ignore_tls_verification=creds.ignore_tls_verification,
+                server_cert_path=creds.server_cert_path,
+            )
+        return RestStore(lambda: creds)  # type: ignore[no-untyped-call]
+
+    def _search(self, store: RestStore, experiment_id: str, text: str) -> Iterator[MlflowRun]:
+        from mlflow.entities import ViewType
+
         token: str | None = None
         while True:
-            page = client.search_runs(
+            page = store.search_runs(  # type: ignore[no-untyped-call]
                 [experiment_id],
                 filter_string=text,
+                run_view_type=ViewType.ACTIVE_ONLY,
                 max_results=self.per_page,
                 order_by=["attributes.start_time ASC"],
                 page_token=token,
@@ -200,8 +269,8 @@ class MlflowSource:
                 return
 
     @contextmanager
-    def _translated(self, where: str) -> Iterator[None]:
-        """Turn MLflow's exceptions into ``HistoryError``s naming the experiment."""
+    def _translated(self, where: str, own: bool) -> Iterator[None]:
+        """Turn MLflow's exceptions into ``HistoryError``s in our words; log MLflow's."""
         from mlflow.exceptions import MlflowException
         from requests.exceptions import RequestException
 
@@ -209,21 +278,12 @@ class MlflowSource:
             yield
         except HistoryError:
             raise
-        except MlflowException as exc:
-            code = getattr(exc, "error_code", "")
-            if code == "RESOURCE_DOES_NOT_EXIST":
+        except (MlflowException, RequestException, OSError) as exc:
+            log.warning("MLflow %s failed: %s", where, exc)
+            if getattr(exc, "error_code", "") == "RESOURCE_DOES_NOT_EXIST":
                 raise HistoryNotFound(f"MLflow {where} not found") from exc
-            if code in ("UNAUTHENTICATED", "PERMISSION_DENIED"):
-                raise HistoryUnavailable(
-                    f"MLflow history unavailable for {where}: access denied; check "
-                    "MLFLOW_TRACKING_TOKEN / MLFLOW_TRACKING_USERNAME on the server"
-                ) from exc
-            first = str(exc).strip().splitlines()[0] if str(exc).strip() else code
-            raise HistoryUnavailable(f"MLflow history unavailable for {where}: {first}") from exc
-        except (RequestException, OSError) as exc:
-            raise HistoryUnavailable(
-                f"MLflow history unavailable for {where}: could not reach the server ({exc})"
-            ) from exc
+            reason = failure_reason(exc, own_server=own)
+            raise HistoryUnavailable(f"MLflow history unavailable for {where}: {reason}") from exc
 
 
 def _convert(run: Any, spec: SourceSpec) -> SourceRun | None:

@@ -64,6 +64,17 @@ def wandb_source(settings: Settings) -> WandbSource:
     )
 
 
+def mlflow_source(settings: Settings) -> MlflowSource:
+    """The MLflow source of the server settings: ``MLFLOW_TRACKING_URI`` (the only server
+    given ``MLFLOW_TRACKING_TOKEN``) and the servers of ``MLFLOW_ALLOWED_URIS``."""
+    token = settings.mlflow_tracking_token
+    return MlflowSource(
+        tracking_uri=settings.mlflow_tracking_uri,
+        token=token.get_secret_value() if token else None,
+        allowed=settings.source_policy().mlflow_uris,
+    )
+
+
 def cached_source(
     settings: Settings, sessions: sessionmaker[Session] | None = None
 ) -> CachedSource:
@@ -74,7 +85,7 @@ def cached_source(
     """
     if sessions is None:
         sessions = init_db(make_engine(settings.database_url))
-    upstream = RemoteSources(wandb_source(settings), MlflowSource())
+    upstream = RemoteSources(wandb_source(settings), mlflow_source(settings))
     return CachedSource(sessions, upstream, lambda spec: with_entity(spec, settings.wandb_entity))
 
 

@@ -6,11 +6,14 @@ explicit entity, and server-side MongoDB-style filters.  wandb's transport
 retries (429/5xx, ``Retry-After``) are capped so an outage becomes a clear
 ``HistoryUnavailable`` within a bounded time.  wandb writes nothing outside a
 private temp dir and reports nothing home (see ``prepare_environment``).
+Errors are told in our own words (wandb's text, which may quote W&B's response,
+is logged at WARNING).
 """
 
 from __future__ import annotations
 
 import atexit
+import logging
 import os
 import re
 import shutil
@@ -29,6 +32,8 @@ from bot.core.models import History, Run, RunState, SourceSpec, as_utc
 
 if TYPE_CHECKING:
     import wandb
+
+log = logging.getLogger(__name__)
 
 DEFAULT_BASE_URL = "https://api.wandb.ai"
 
@@ -129,15 +134,22 @@ def source_run(attrs: Mapping[str, Any], summary_keys: Mapping[str, str]) -> Sou
             tags=tuple(attrs.get("tags") or ()),
             summary=summary.metrics,
         )
-    except (KeyError, ValidationError) as exc:
-        raise BadHistory(f"W&B run {attrs.get('id')!r} is malformed: {exc}") from exc
+    except KeyError as exc:
+        raise BadHistory(f"W&B run {attrs.get('id')!r} is malformed: no {exc.args[0]}") from exc
+    except ValidationError as exc:  # name the fields only: the values are W&B's data
+        fields = ", ".join(sorted({".".join(map(str, e["loc"])) for e in exc.errors()}))
+        raise BadHistory(f"W&B run {attrs.get('id')!r} is malformed: bad {fields}") from exc
     return SourceRun(
         run, summary.non_numeric, summary.non_finite, summary.flattened, summary.numeric_strings
     )
 
 
 def failure_reason(message: str, timeout: float) -> str:
-    """A user-facing reason for a wandb transport failure message."""
+    """A user-facing reason for a wandb transport failure message, in our own words.
+
+    The message may quote W&B's response (internal host names, data): it is searched for a
+    status or a cause, never repeated.
+    """
     lowered = message.lower()
     if re.search(r"\b(401|403)\b", message) or "not logged in" in lowered:
         return "W&B rejected the API key; check WANDB_API_KEY on the server"
@@ -150,7 +162,10 @@ def failure_reason(message: str, timeout: float) -> str:
         return f"W&B did not answer within {timeout:g} s; try again later"
     if "connection refused" in lowered or "no such host" in lowered or "dial tcp" in lowered:
         return "could not connect to the W&B server; check WANDB_BASE_URL"
-    return f"W&B request failed: {message.strip().splitlines()[0] if message.strip() else '?'}"
+    status = re.search(r"\bHTTP (\d{3})\b", message)
+    if status:
+        return f"W&B answered HTTP {status.group(1)}"
+    return "the W&B request failed (details in the App's log)"
 
 
 def with_entity(spec: SourceSpec, default_entity: str | None) -> SourceSpec:
@@ -289,11 +304,13 @@ class WandbSource:
         except HistoryError:
             raise
         except AuthenticationError as exc:
+            log.warning("W&B %s: %s", where, exc)
             raise HistoryUnavailable(
-                f"W&B history unavailable for {where}: W&B rejected the API key "
-                f"({exc}); check WANDB_API_KEY on the server"
+                f"W&B history unavailable for {where}: W&B rejected the API key; "
+                "check WANDB_API_KEY on the server"
             ) from exc
         except (WandbApiFailedError, CommError, UsageError) as exc:
+            log.warning("W&B %s: %s", where, _message(exc))
             reason = failure_reason(_message(exc), self.timeout)
             raise HistoryUnavailable(f"W&B history unavailable for {where}: {reason}") from exc
         except ValueError as exc:

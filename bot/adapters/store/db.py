@@ -16,18 +16,22 @@ TABLE_MODULES: tuple[str, ...] = (
     "bot.adapters.store.installations",
     "bot.adapters.store.tracked",
     "bot.adapters.store.runs",
+    "bot.adapters.store.health",
 )
+DEFAULT_BUSY_TIMEOUT = 30.0  # seconds a SQLite write waits for another writer's lock
 
 
 class Base(DeclarativeBase):
     """Declarative base of every table."""
 
 
-def make_engine(url: str) -> Engine:
-    """Create an engine; SQLite gets WAL, a busy timeout and cross-thread use."""
+def make_engine(url: str, busy_timeout: float = DEFAULT_BUSY_TIMEOUT) -> Engine:
+    """Create an engine; SQLite gets WAL, a busy timeout (seconds) and cross-thread use."""
     if url.startswith("sqlite"):
         engine = create_engine(
-            url, connect_args={"check_same_thread": False, "timeout": 30}, pool_pre_ping=True
+            url,
+            connect_args={"check_same_thread": False, "timeout": busy_timeout},
+            pool_pre_ping=True,
         )
 
         @event.listens_for(engine, "connect")
@@ -35,7 +39,7 @@ def make_engine(url: str) -> Engine:
             cur = dbapi_conn.cursor()
             cur.execute("PRAGMA journal_mode=WAL")
             cur.execute("PRAGMA synchronous=NORMAL")
-            cur.execute("PRAGMA busy_timeout=30000")
+            cur.execute(f"PRAGMA busy_timeout={round(busy_timeout * 1000)}")
             cur.close()
 
         return engine

@@ -9,19 +9,27 @@ delivery holds a lease its worker renews, and a lease that runs out (the worker
 died) lets another worker take it over; so does a holder known to be dead (a
 crashed process on the same host: ``recoverable(gone=...)``).
 
+Ignored deliveries are stored without their body (the webhook drops it).  Finished
+deliveries (``done``, ``failed``, ``ignored``) are deleted ``retention`` after they
+finished (``purge``, hourly through ``purge_job``); their ids are kept at least
+``DEDUPE_DAYS`` (GitHub redelivers only deliveries of the past three days), with the
+body dropped once the retention has passed, so a redelivery is still recognised.
+
 Timestamps are stored as naive UTC and returned as aware UTC.  The statements are
 built once with bound parameters (plain Core, no ORM unit of work) since they run
 for every delivery, and on SQLite the writes of one process take turns on a lock.
 
 Over the ~400-line guideline on purpose: every operation on the one table (intake,
-claim, lease, retry, recovery) shares those prepared statements and the write lock.
+claim, lease, retry, recovery, retention) shares those prepared statements and the
+write lock.
 """
 
 from __future__ import annotations
 
+import logging
 import threading
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager, nullcontext
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any, Literal, cast
@@ -38,6 +46,7 @@ from sqlalchemy import (
     Table,
     Text,
     bindparam,
+    delete,
     event,
     func,
     insert,
@@ -48,10 +57,15 @@ from sqlalchemy import (
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Mapped, Session, mapped_column, sessionmaker
 
-from bot.adapters.store.db import Base, make_engine
+from bot.adapters.store.db import DEFAULT_BUSY_TIMEOUT, Base, make_engine
+
+log = logging.getLogger(__name__)
 
 Status = Literal["queued", "running", "retry", "done", "failed", "ignored"]
 OPEN: tuple[Status, ...] = ("queued", "running", "retry")
+FINISHED: tuple[Status, ...] = ("done", "failed", "ignored")
+DEDUPE_DAYS = 3.0  # GitHub redelivers the deliveries of the past three days only
+PURGE_BATCH = 1000  # rows deleted per transaction
 MAX_ERROR_CHARS = 2000
 
 Sessions = sessionmaker[Session]
@@ -133,7 +147,13 @@ _STATUS = select(_C.status).where(_C.id == bindparam("b_id"))
 _REOPEN = (
     update(T)
     .where(_C.id == bindparam("b_id"), _C.status == "failed")
-    .values(status="queued", attempts=0, updated_at=bindparam("b_now"), finished_at=None)
+    .values(
+        status="queued",
+        attempts=0,
+        body=bindparam("b_body"),  # the redelivery's: the stored one may have been purged
+        updated_at=bindparam("b_now"),
+        finished_at=None,
+    )
 )
 _CLAIM = (
     update(T)
@@ -195,13 +215,14 @@ _RENEW = (
 INTAKE_CHECKPOINT_PAGES = 20_000
 
 
-def intake_sessions(sessions: Sessions) -> Sessions:
+def intake_sessions(sessions: Sessions, busy_timeout: float = DEFAULT_BUSY_TIMEOUT) -> Sessions:
     """Sessions for the webhook's writes: on SQLite, a separate engine that leaves the
-    write-ahead log checkpoints to the workers' connections; else ``sessions`` itself."""
+    write-ahead log checkpoints to the workers' connections and waits at most
+    ``busy_timeout`` seconds for another writer's lock; else ``sessions`` itself."""
     engine: Engine = sessions.kw["bind"]
     if engine.dialect.name != "sqlite" or engine.url.database in (None, "", ":memory:"):
         return sessions  # another engine on an in-memory database would be another database
-    intake = make_engine(engine.url.render_as_string(hide_password=False))
+    intake = make_engine(engine.url.render_as_string(hide_password=False), busy_timeout)
 
     @event.listens_for(intake, "connect")
     def _late_checkpoints(dbapi_conn: Any, _record: Any) -> None:
@@ -215,13 +236,23 @@ def _sqlite(sessions: Sessions) -> bool:
 
 
 @contextmanager
-def _writing(sessions: Sessions) -> Iterator[Connection]:
-    """A write transaction on a plain connection; on SQLite, one at a time per process."""
-    with (
-        _SQLITE_WRITES if _sqlite(sessions) else nullcontext(),
-        sessions.kw["bind"].begin() as conn,
-    ):
-        yield conn
+def _writing(sessions: Sessions, wait: float | None = None) -> Iterator[Connection]:
+    """A write transaction on a plain connection; on SQLite, one at a time per process.
+
+    ``wait``: seconds to wait for this process's turn (``TimeoutError`` after that);
+    None waits as long as it takes.
+    """
+    if not _sqlite(sessions):
+        with sessions.kw["bind"].begin() as conn:
+            yield conn
+        return
+    if not _SQLITE_WRITES.acquire(timeout=-1 if wait is None else wait):
+        raise TimeoutError(f"another write of this process held the store for {wait:g} s")
+    try:
+        with sessions.kw["bind"].begin() as conn:
+            yield conn
+    finally:
+        _SQLITE_WRITES.release()
 
 
 def _count(result: object) -> int:
@@ -271,24 +302,30 @@ def _row(new: NewDelivery, now: datetime) -> dict[str, Any]:
     }
 
 
-def add(sessions: Sessions, new: NewDelivery) -> Recorded:
-    """Store a delivery once; a repeated id is a duplicate unless it had failed (re-opened)."""
+def add(sessions: Sessions, new: NewDelivery, wait: float | None = None) -> Recorded:
+    """Store a delivery once; a repeated id is a duplicate unless it had failed (re-opened).
+
+    ``wait``: as for ``_writing``, for each of the (at most two) transactions.
+    """
     now = now_utc()
     try:
-        with _writing(sessions) as conn:
+        with _writing(sessions, wait) as conn:
             conn.execute(_INSERT, _row(new, now))
         return Recorded(accepted=True, status=new.status, duplicate=False)
     except IntegrityError:
         pass
-    with _writing(sessions) as conn:
-        reopened = _count(conn.execute(_REOPEN, {"b_id": new.id, "b_now": now}))
+    with _writing(sessions, wait) as conn:
+        params = {"b_id": new.id, "b_now": now, "b_body": new.body}
+        reopened = _count(conn.execute(_REOPEN, params))
         status = conn.execute(_STATUS, {"b_id": new.id}).scalar()
     if reopened:
         return Recorded(accepted=True, status="queued", duplicate=True)
     return Recorded(accepted=False, status=status or "queued", duplicate=True)
 
 
-def add_many(sessions: Sessions, news: Sequence[NewDelivery]) -> list[Recorded]:
+def add_many(
+    sessions: Sessions, news: Sequence[NewDelivery], wait: float | None = None
+) -> list[Recorded]:
     """``add`` each delivery, new ones in one transaction (one commit for the lot).
 
     The results are those of ``add`` called in order: a batch holding an id that
@@ -297,12 +334,12 @@ def add_many(sessions: Sessions, news: Sequence[NewDelivery]) -> list[Recorded]:
     if len(news) > 1 and len({new.id for new in news}) == len(news):
         now = now_utc()
         try:
-            with _writing(sessions) as conn:
+            with _writing(sessions, wait) as conn:
                 conn.execute(_INSERT, [_row(new, now) for new in news])
             return [Recorded(accepted=True, status=new.status, duplicate=False) for new in news]
         except IntegrityError:
             pass
-    return [add(sessions, new) for new in news]
+    return [add(sessions, new, wait) for new in news]
 
 
 def get(sessions: Sessions, delivery_id: str) -> Delivery | None:
@@ -427,3 +464,45 @@ def count_by_status(sessions: Sessions) -> dict[str, int]:
     with sessions.kw["bind"].connect() as conn:
         rows = conn.execute(select(_C.status, func.count()).group_by(_C.status)).all()
     return {status: int(n) for status, n in rows}
+
+
+def purge(sessions: Sessions, retention_days: float) -> tuple[int, int]:
+    """Delete the deliveries finished more than ``retention_days`` ago; (deleted, emptied).
+
+    A delivery is deleted once both ``retention_days`` and ``DEDUPE_DAYS`` have passed
+    since it finished; in between (a retention shorter than ``DEDUPE_DAYS``) only its
+    body is dropped, so a redelivery of it is still known: a duplicate, or a failed
+    delivery re-opened with the redelivered body.  Open deliveries are never touched.
+    Deletes ``PURGE_BATCH`` rows per transaction, so intake writes get their turns.
+    """
+    now = now_utc()
+    drop_body = now - timedelta(days=retention_days)
+    drop_row = now - timedelta(days=max(retention_days, DEDUPE_DAYS))
+    finished = _C.status.in_(FINISHED)
+    batch = select(_C.id).where(finished, _C.finished_at < drop_row).limit(PURGE_BATCH)
+    deleted, n = 0, PURGE_BATCH
+    while n == PURGE_BATCH:
+        with _writing(sessions) as conn:
+            n = _count(conn.execute(delete(T).where(_C.id.in_(batch.scalar_subquery()))))
+        deleted += n
+    if drop_body <= drop_row:
+        return deleted, 0
+    old = finished & (_C.finished_at < drop_body) & (_C.body != "")
+    with _writing(sessions) as conn:
+        return deleted, _count(conn.execute(update(T).where(old).values(body="")))
+
+
+def purge_job(sessions: Sessions, retention_days: float) -> Callable[[], None]:
+    """The periodic job that runs ``purge`` and logs what it removed."""
+
+    def run() -> None:
+        deleted, emptied = purge(sessions, retention_days)
+        if deleted or emptied:
+            log.info(
+                "deliveries past their retention: %d deleted, %d bodies dropped",
+                deleted,
+                emptied,
+                extra={"retention_days": retention_days},
+            )
+
+    return run

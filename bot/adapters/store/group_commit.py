@@ -15,6 +15,11 @@ Without one, it runs on the loop.
 ``after`` (optional) gets the stored items and their results off the answer path:
 it runs on the loop once the answers of the batch are out and no batch is waiting
 (the webhook enqueues the jobs there; a job lost then is recovered from the store).
+
+A caller that stops waiting (its ``submit`` cancelled, e.g. by a timeout) before its
+batch is handed to ``store`` is left out of it: what was answered as not stored is
+not stored behind the caller's back.  Once handed over, an item is stored or not
+as the batch goes.
 """
 
 from __future__ import annotations
@@ -69,7 +74,11 @@ class GroupCommit(Generic[T, R]):
                 log.exception("after-commit step failed")
 
     def _flush(self, loop: asyncio.AbstractEventLoop) -> None:
-        batch, self._waiting = self._waiting, []
+        batch = [(item, future) for item, future in self._waiting if not future.cancelled()]
+        self._waiting = []
+        if not batch:  # every caller gave up: nothing to store
+            self._busy = False
+            return
         items = [item for item, _ in batch]
         self.batches += 1
         if self._executor is None:

@@ -13,11 +13,13 @@ from __future__ import annotations
 
 import itertools
 import math
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
 
+from bot.core import deadline
 from bot.core.analysis.changepoints import EFFECT_WINDOW, detect
 from bot.core.analysis.noise import (
     FloatArray,
@@ -216,27 +218,43 @@ def _medians(block: FloatArray, names: Sequence[str]) -> dict[str, float]:
     }
 
 
+def _scanned(runs: Sequence[Run], metrics: Sequence[str], extra: int) -> list[str]:
+    """``metrics`` present in the runs, plus the ``extra`` other metrics most runs have."""
+    counts = Counter(name for run in runs for name in run.summary)
+    chosen = {m for m in metrics if m in counts}
+    others = sorted((m for m in counts if m not in chosen), key=lambda m: (-counts[m], m))
+    return sorted(chosen | set(others[:extra]))
+
+
 def detect_regimes(
     runs: Sequence[Run],
     settings: RegimeSettings = RegimeSettings(),
     metrics: Sequence[str] | None = None,
+    extra: int | None = None,
 ) -> tuple[list[Regime], list[Change]]:
     """Split finished runs (oldest first) into regimes and describe each boundary.
 
     ``metrics`` limits which metrics drive the detection (default: all present);
-    regime medians always cover every metric present.  Returns the regimes, oldest
-    first, covering all runs, and one change per boundary between consecutive regimes.
+    regime medians cover every metric present.  With ``extra`` as well, only ``metrics``
+    and the ``extra`` other metrics most runs have are read at all (detection and medians):
+    what a review analyses is bounded whatever the history logs.  Returns the regimes,
+    oldest first, covering all runs, and one change per boundary between consecutive regimes.
     """
     if not runs:
         return [], []
     n = len(runs)
-    names = sorted({name for run in runs for name in run.summary})
+    if metrics is not None and extra is not None:
+        names = _scanned(runs, metrics, extra)
+        wanted = set(names)
+    else:
+        names = sorted({name for run in runs for name in run.summary})
+        wanted = set(names) if metrics is None else set(metrics) & set(names)
     matrix = metric_matrix(runs, names)
-    wanted = set(names) if metrics is None else set(metrics) & set(names)
     priors: dict[str, float] = {}
     points: list[_Point] = []
     for j, name in enumerate(names):
         if name in wanted:
+            deadline.check(f"segmenting {name}")
             found, priors[name] = _metric_points(matrix[:, j], name, settings)
             points.extend(found)
     clusters = _cluster(points, n, settings)

@@ -54,7 +54,9 @@ from bot.core.models import (
     WindowInfo,
 )
 
-__all__ = ["build_review", "merge_reviews", "unavailable_review"]
+__all__ = ["SCANNED_METRICS", "build_review", "merge_reviews", "unavailable_review"]
+
+SCANNED_METRICS = 32  # ungated metrics segmented for the regime table (the most logged ones)
 
 
 @dataclass
@@ -269,7 +271,11 @@ def build_review(
     ``detected``: the history's regimes and changes when already known (else detected here).
     """
     runs = history.finished
-    regimes, changes = detect_regimes(runs, regime_settings) if detected is None else detected
+    if detected is None:
+        keys = summary_keys(runs)
+        gated = [resolve_key(c.head.metric, keys) for c in gates]
+        detected = detect_regimes(runs, regime_settings, metrics=gated, extra=SCANNED_METRICS)
+    regimes, changes = detected
     unfinished = summary_keys(r for r in history.runs if r.state != "finished")
     ctx = _Context(runs, list(regimes), list(changes), len(history.runs), unfinished)
     reviews = tuple(_review_gate(ctx, change, rule, history.source) for change in gates)

@@ -14,10 +14,14 @@ ACTION_VERDICTS: frozenset[str] = frozenset({"too_tight", "looser_than_rule", "u
 
 
 def needs_action(gate: GateReview) -> bool:
-    """Whether a maintainer must act on ``gate``: a verdict of ``ACTION_VERDICTS``, or a
+    """Whether a maintainer must act on ``gate``: a verdict of ``ACTION_VERDICTS``, a
     changed gate that cannot be verified (``no_data``: no run has its metric, or the history
-    could not be read)."""
-    return gate.verdict in ACTION_VERDICTS or (gate.verdict == "no_data" and gate.changed)
+    could not be read), or a gate whose history source the PR changes (``proposed_source``)."""
+    return (
+        gate.verdict in ACTION_VERDICTS
+        or (gate.verdict == "no_data" and gate.changed)
+        or bool(gate.proposed_source)
+    )
 
 
 def conclusion_of(gates: Iterable[GateReview]) -> Conclusion:

@@ -7,6 +7,11 @@ source's run filters.  Reading the file is the adapters' work
 Values are validated here once, by hand, and ``Run`` objects are then built with
 ``model_construct``: running pydantic over every metric of 10,000 runs costs more than
 parsing the JSON itself.
+
+A history file read from a repository is hostile: a JSON line nested deeper than
+``MAX_DEPTH`` (``bot.core.bounded``, found before ``json.loads`` recurses) or with an
+integer of more digits than Python converts is a malformed line; ``name_regex`` is
+matched in linear time (``bot.core.history.names``).
 """
 
 from __future__ import annotations
@@ -15,7 +20,6 @@ import csv
 import io
 import json
 import math
-import re
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
@@ -24,6 +28,8 @@ from functools import partial
 from pathlib import PurePosixPath
 from typing import Any, cast, get_args
 
+from bot.core.bounded import json_bounds
+from bot.core.history.names import name_filter
 from bot.core.history.runs import Summary, read_summary
 from bot.core.history.sources import BadHistory
 from bot.core.models import History, HistoryStats, Run, RunState, SourceSpec, as_utc
@@ -135,11 +141,13 @@ def _run(
 
 
 def _jsonl_line(line: str) -> _Parsed:
+    if (found := json_bounds(line, numbers=False)) is not None:  # before json.loads recurses
+        raise _BadLine(f"not valid JSON: {found[1]} (column {found[0] + 1})")
     try:
         data = json.loads(line)
     except json.JSONDecodeError as exc:
         raise _BadLine(f"not valid JSON: {exc.msg} (column {exc.colno})") from None
-    except (ValueError, RecursionError) as exc:  # an integer of over 4300 digits, deep nesting
+    except ValueError as exc:  # an integer of more digits than Python converts (4300)
         raise _BadLine(f"not valid JSON: {str(exc).split(':')[0]}") from None
     if not isinstance(data, dict):
         raise _BadLine(f"expected a JSON object, got {type(data).__name__}")
@@ -285,7 +293,7 @@ def select_runs(history: History, spec: SourceSpec) -> History:
     name or else the id, ``created_after``); ``group`` and ``job_type`` have no column and
     are ignored.  ``summary_keys`` maps a metric name to the summary key holding it.
     """
-    pattern = re.compile(spec.name_regex) if spec.name_regex else None
+    matches = name_filter(spec.name_regex) if spec.name_regex else None
     after = as_utc(spec.created_after) if spec.created_after else None
     wanted_tags = set(spec.tags)
     runs = [
@@ -293,7 +301,7 @@ def select_runs(history: History, spec: SourceSpec) -> History:
         for r in history.runs
         if r.state in spec.states
         and wanted_tags <= set(r.tags)
-        and (pattern is None or pattern.search(r.name or r.id))
+        and (matches is None or matches(r.name or r.id))
         and (after is None or r.created_at >= after)
     ]
     if spec.summary_keys:

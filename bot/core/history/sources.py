@@ -24,6 +24,11 @@ class BadHistory(HistoryError):
     """The history data is malformed (e.g. a bad line in a history file)."""
 
 
+class SourceRefused(HistoryError):
+    """The operator does not let this installation read the source; it was never requested
+    (docs/security.md).  Not retried: only a change of settings or config mends it."""
+
+
 class HistorySource(Protocol):
     """Anything that turns a ``SourceSpec`` into a ``History``."""
 

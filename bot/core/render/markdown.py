@@ -3,8 +3,12 @@
 Every value that comes from outside (metric, file, run and gate names, commit messages,
 PR titles, user names) goes through ``escape``, which makes it inert text: it cannot break
 a table row or a line, open an HTML tag, start a link, image, emphasis or math span,
-@-mention a user or team, or become an autolink.  ``Markdown`` marks text that is
-already safe; the builders below return it and escape what they are given.
+@-mention a user or team, reference an issue or PR (``#12``, ``owner/repo#12``, ``GH-12``:
+GitHub would link it and add a backlink to that issue), or become an autolink.  A
+zero-width space after ``@``, ``#`` or ``GH-`` breaks GitHub's patterns and shows the same
+text (a backslash before ``#`` does not: GitHub still links it).  ``Markdown`` marks text that is
+already safe, such as the bot's own links to the PRs it attributes; the builders below
+return it and escape what they are given.
 """
 
 from __future__ import annotations
@@ -30,6 +34,7 @@ _SPECIAL = re.compile(r"([\\`*_\[\]<>|~&$])")
 # ... and what means something only at the start of a line (lists, headings, setext)
 _LEADING = re.compile(r"^([-+=#]|\d{1,9}[.)](?=\s|$))")
 _MENTION = re.compile(r"@")
+_REFERENCE = re.compile(r"(?i)(#|\bGH-)(?=\d)")  # #12, owner/repo#12, GH-12
 _AUTOLINK = re.compile(r"(?i)(://|www\.)")
 
 
@@ -45,6 +50,7 @@ def escape(value: object, limit: int = 1000) -> Markdown:
         text = text[: limit - 1] + "…"
     text = _SPECIAL.sub(r"\\\1", text)
     text = _LEADING.sub(lambda m: m.group(0)[:-1] + "\\" + m.group(0)[-1], text)
+    text = _REFERENCE.sub(lambda m: m.group(1) + ZWSP, text)  # before any ZWSP is written
     text = _MENTION.sub("@" + ZWSP, text)
     text = _AUTOLINK.sub(lambda m: m.group(0)[0] + ZWSP + m.group(0)[1:], text)
     return Markdown(text)

@@ -1,6 +1,9 @@
-"""The review as a terminal table (``threshold-bot review`` on an interactive terminal)."""
+"""The review as a terminal table (``threshold-bot review`` on an interactive terminal),
+and ``plain``: outside text made safe to print on a terminal."""
 
 from __future__ import annotations
+
+import re
 
 from rich.table import Table
 from rich.text import Text
@@ -20,6 +23,23 @@ COLUMNS = (
 )
 
 
+# ESC or C1 introducers: OSC/DCS/SOS/PM/APC strings up to BEL or ST (or the end), CSI
+# sequences, other two-character escapes; then every other C0/C1 control character except
+# newline and tab, and the bidi overrides that reorder what the terminal shows.
+_TERMINAL_CONTROLS = re.compile(
+    r"(?:\x1b[\]PX^_]|[\x90\x98\x9d\x9e\x9f])[^\x07\x1b\x9c]*(?:\x07|\x1b\\|\x9c)?"
+    r"|(?:\x1b\[|\x9b)[0-?]*[ -/]*[@-~]?"
+    r"|\x1b[ -/]*[0-~]?"
+    r"|[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]"
+)
+
+
+def plain(text: str) -> str:
+    """``text`` without terminal escape sequences or control characters (newline and tab
+    kept): printed, it cannot retitle the window, clear the screen or move the cursor."""
+    return _TERMINAL_CONTROLS.sub("", text)
+
+
 def headline_plain(review: Review) -> str:
     """The one-line verdict as plain text."""
     if review.error and review.conclusion == "neutral":
@@ -33,7 +53,7 @@ def headline_plain(review: Review) -> str:
 
 def review_table(review: Review) -> Table:
     """One row per gate; every cell is plain text (no Rich markup is interpreted)."""
-    table = Table(title=Text(headline_plain(review)), title_justify="left")
+    table = Table(title=Text(plain(headline_plain(review))), title_justify="left")
     for column in COLUMNS:
         table.add_column(column)
     for g in review.gates:
@@ -48,5 +68,5 @@ def review_table(review: Review) -> Table:
             row.new_fails,
             row.verdict,
         )
-        table.add_row(*(Text(str(c).replace("**", "")) for c in cells))
+        table.add_row(*(Text(plain(str(c).replace("**", ""))) for c in cells))
     return table

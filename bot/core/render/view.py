@@ -36,6 +36,16 @@ VERDICT_WORDS = {
     "no_data": "no data",
 }
 UNVERIFIED = "cannot be verified"  # a changed gate without data
+NEW_SOURCE = "reads a new source"  # the PR changes the gate's history source: approve it
+
+
+def attention_words(g: GateReview) -> str:
+    """What the headline and the verdict cell say of a gate that needs attention."""
+    if g.proposed_source:
+        return NEW_SOURCE
+    return UNVERIFIED if g.verdict == "no_data" else VERDICT_WORDS[g.verdict]
+
+
 VERDICT_ICONS = {
     "ok": "✅",
     "unchanged": "✅",
@@ -122,8 +132,8 @@ def gate_row(g: GateReview) -> GateRow:
         window=spread,
         old_fails=_fails(g.old_failures.failed, g.old_failures.total),
         new_fails=_fails(g.proposed_failures.failed, g.proposed_failures.total),
-        verdict=f"❌ {UNVERIFIED}"
-        if g.verdict == "no_data" and needs_action(g)
+        verdict=f"❌ {attention_words(g)}"
+        if g.proposed_source or (g.verdict == "no_data" and needs_action(g))
         else f"{VERDICT_ICONS[g.verdict]} {VERDICT_WORDS[g.verdict]}",
         explanation=_prose(g.explanation),
     )
@@ -211,13 +221,8 @@ def _median(regime: Regime, metric: str, moved: bool) -> Markdown:
 def _attention(gates: Sequence[GateReview]) -> str:
     """``EVAL_MIN too tight, TOKENS_MAX cannot be verified`` (counts beyond three gates)."""
     if len(gates) <= 3:
-        return ", ".join(
-            f"{code(g.name)} {UNVERIFIED if g.verdict == 'no_data' else VERDICT_WORDS[g.verdict]}"
-            for g in gates
-        )
-    counts = Counter(
-        UNVERIFIED if g.verdict == "no_data" else VERDICT_WORDS[g.verdict] for g in gates
-    )
+        return ", ".join(f"{code(g.name)} {attention_words(g)}" for g in gates)
+    counts = Counter(attention_words(g) for g in gates)
     return ", ".join(f"{n} {words}" for words, n in counts.items())
 
 

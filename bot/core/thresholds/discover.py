@@ -21,6 +21,7 @@ import re
 from functools import lru_cache
 from pathlib import PurePosixPath
 
+from bot.core.bounded import LinearPattern, compile_linear
 from bot.core.config import FileDecl, GateDecl, RepoConfig
 from bot.core.models import DeclaredSource, Gate, SourceSpec, ThresholdFile
 from bot.core.thresholds.shell import SHELL_SUFFIXES, declared_gate, is_shell_script, parse_shell
@@ -33,14 +34,16 @@ def _char_class(body: str) -> str | None:
     body = "^" + body[1:] if body.startswith("!") else body
     klass = "[" + body.replace("\\", "\\\\").replace("[", "\\[") + "]"
     try:
-        re.compile(klass)
-    except re.error:
+        compile_linear(klass)
+    except ValueError:
         return None
     return klass
 
 
 @lru_cache(maxsize=256)
-def _glob_regex(pattern: str) -> re.Pattern[str]:
+def _glob_regex(pattern: str) -> LinearPattern:
+    """The glob as an RE2 pattern: matching takes time linear in the path, however many
+    ``*`` the glob has (a backtracking regex took minutes on ``*a*a*a*a*a*a*b.sh``)."""
     out, i = [], 0
     pattern = pattern.removeprefix("./")
     while i < len(pattern):
@@ -66,12 +69,16 @@ def _glob_regex(pattern: str) -> re.Pattern[str]:
         else:
             out.append(re.escape(pattern[i]))
             i += 1
-    return re.compile("".join(out) + r"\Z")
+    return compile_linear("".join(out))
 
 
 def glob_match(pattern: str, path: str) -> bool:
-    """Match a repository-relative path: ``*`` within a directory, ``**`` across them."""
-    return bool(_glob_regex(pattern).match(path.removeprefix("./")))
+    """Match a repository-relative path: ``*`` within a directory, ``**`` across them.
+
+    Time O(len(pattern) x len(path)) at worst.  ``ValueError`` for a glob too long for
+    RE2 to compile (the config refuses globs of more than ``MAX_PATTERN`` characters).
+    """
+    return _glob_regex(pattern).fullmatch(path.removeprefix("./")) is not None
 
 
 def is_candidate(path: str, config: RepoConfig) -> bool:

@@ -37,7 +37,15 @@ from typing import cast
 
 from bot.core.models import DeclaredSource, Gate, Op, SourceSpec, ThresholdFile, UnboundVariable
 from bot.core.thresholds.errors import ThresholdFileError
-from bot.core.thresholds.shell_lexer import Heredoc, Operator, Part, Word, lex, unquote_part
+from bot.core.thresholds.shell_lexer import (
+    Heredoc,
+    NestingError,
+    Operator,
+    Part,
+    Word,
+    lex,
+    unquote_part,
+)
 
 SHELL_SUFFIXES = frozenset({".sh", ".bash"})
 _SHEBANG = re.compile(r"#!\s*(?:\S*/)?(?:env\s+(?:-\S+\s+)*)?(?:ba|z|da|k|a|mk)?sh(?=\s|$)")
@@ -51,6 +59,9 @@ _COMPARISON = re.compile(
 )
 _REFERENCE = re.compile(r"\$(?:\{[#!]?)?(?P<name>[A-Za-z_]\w*)")
 _VARIABLE = re.compile(r"\$(?:(?P<a>[A-Za-z_]\w*)|\{(?P<b>[A-Za-z_]\w*)\})")
+_NEWLINE = re.compile("\n")
+_SETTING_KEY = re.compile(r"-{0,2}[\w.\-]+")
+_SHOWN = 60  # characters of a value quoted in a reason
 _DECLARATIONS = frozenset({"export", "readonly", "declare", "local", "typeset"})
 _KEYWORDS = frozenset(
     {"if", "then", "else", "elif", "fi", "do", "done", "while", "until", "esac", "!", "{", "}"}
@@ -61,7 +72,7 @@ _PROJECT_KEYS = ("project_name", "wandb_project", "wandb.project")
 _ENTITY_KEYS = ("entity", "wandb_entity", "wandb.entity")
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class _Assignment:
     name: str
     line: int
@@ -71,14 +82,14 @@ class _Assignment:
     end: int = 0
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class _Mention:
     key: str  # normalised: ``--Project-Name`` -> ``project_name``
     value: str
     line: int
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class _Comparison:
     name: str
     metric: str
@@ -86,7 +97,7 @@ class _Comparison:
     line: int
 
 
-@dataclass
+@dataclass(slots=True)
 class _Scan:
     assignments: list[_Assignment] = field(default_factory=list)
     commands: list[list[Word]] = field(default_factory=list)
@@ -102,7 +113,7 @@ def is_shell_script(path: str, text: str) -> bool:
 
 
 def _lines(text: str) -> list[int]:
-    return [i for i, c in enumerate(text) if c == "\n"]
+    return [m.start() for m in _NEWLINE.finditer(text)]
 
 
 def _line(newlines: list[int], offset: int) -> int:
@@ -134,10 +145,20 @@ def _assignment(word: Word, newlines: list[int]) -> _Assignment | None:
     return _Assignment(name, _line(newlines, start), text, literal, start, end)
 
 
-def _scan(text: str) -> _Scan:
-    """Walk the tokens: assignments at command position, command words, quoted strings."""
-    lexed = lex(text)
-    newlines = _lines(text)
+def _shown(value: str) -> str:
+    """A value as a reason quotes it: ``repr``, cut to ``_SHOWN`` characters."""
+    return repr(value if len(value) <= _SHOWN else value[:_SHOWN] + "…")
+
+
+def _scan(path: str, text: str, newlines: list[int]) -> _Scan:
+    """Walk the tokens: assignments at command position, command words, quoted strings.
+
+    ``ThresholdFileError`` when quotes and substitutions are nested too deeply.
+    """
+    try:
+        lexed = lex(text)
+    except NestingError as exc:
+        raise ThresholdFileError(path, _line(newlines, exc.offset), str(exc)) from None
     scan = _Scan(strings=list(lexed.heredocs))
     state, redirect = "start", False
     command: list[Word] = []
@@ -205,7 +226,7 @@ def _settings(scan: _Scan, newlines: list[int]) -> Iterator[_Mention]:
         words = [w.unquoted() for w in command]
         for i, word in enumerate(words):
             key, eq, value = word.partition("=")
-            if not re.fullmatch(r"-{0,2}[\w.\-]+", key):
+            if not (eq or key.startswith("--")) or not _SETTING_KEY.fullmatch(key):
                 continue
             normal = key.lstrip("-").replace("-", "_").lower()
             line = _line(newlines, command[i].start)
@@ -272,7 +293,7 @@ def _unbound(name: str, path: str, line: int, literal: str, reason: str) -> Unbo
 def parse_shell(path: str, text: str) -> ThresholdFile:
     """Find the gates of a shell script, what could not be bound, and its W&B project."""
     newlines = _lines(text)
-    scan = _scan(text)
+    scan = _scan(path, text, newlines)
     by_name: dict[str, list[_Assignment]] = {}
     for a in scan.assignments:
         by_name.setdefault(a.name, []).append(a)
@@ -295,7 +316,9 @@ def parse_shell(path: str, text: str) -> ThresholdFile:
             )
             unbound.append(_unbound(name, path, first.line, first.literal or first.value, reason))
         elif first.literal is None:
-            reason = f"compared on line {uses[0].line} but assigned {first.value!r}, not a number"
+            reason = (
+                f"compared on line {uses[0].line} but assigned {_shown(first.value)}, not a number"
+            )
             unbound.append(_unbound(name, path, first.line, first.value, reason))
         else:
             gates += [
@@ -340,7 +363,7 @@ def declared_gate(path: str, text: str, name: str, variable: str, metric: str, o
     For comparisons this module cannot see (``bc``, a Python file reading the variable):
     the variable must be assigned a numeric literal exactly once, else ``ThresholdFileError``.
     """
-    assigned = [a for a in _scan(text).assignments if a.name == variable]
+    assigned = [a for a in _scan(path, text, _lines(text)).assignments if a.name == variable]
     a = assigned[0] if len(assigned) == 1 else None
     if a is None or a.literal is None:
         if not assigned:
@@ -348,7 +371,7 @@ def declared_gate(path: str, text: str, name: str, variable: str, metric: str, o
         elif a is None:
             reason = f"is assigned {len(assigned)} times"
         else:
-            reason = f"is assigned {a.value!r}, not a number"
+            reason = f"is assigned {_shown(a.value)}, not a number"
         line = assigned[0].line if assigned else None
         raise ThresholdFileError(path, line, f"declared gate {name!r}: ${variable} {reason}")
     return Gate(

@@ -3,7 +3,10 @@
 It recognises just enough of POSIX/bash syntax to find assignments and quoted strings
 with their exact offsets: quoting, escapes, line continuations, comments, ``$(...)``,
 ``${...}``, backticks and here-documents.  It never executes or expands anything, and it
-never fails: unterminated constructs run to the end of the text.
+fails on one thing only: quotes and substitutions (``"``, ``$(``, ``${``, a backtick) nested
+more than ``MAX_NESTING`` levels deep raise ``NestingError``.  Unterminated constructs run to
+the end of the text.  Runs of ordinary characters are skipped with regular expressions, so
+the cost is linear in the text and small per character.
 """
 
 from __future__ import annotations
@@ -16,11 +19,37 @@ PartKind = Literal["plain", "single", "double", "ansi"]  # ansi: ``$'...'``
 # longest first, so that ``<<-`` wins over ``<<`` and ``<``
 OPERATORS: tuple[str, ...] = ("<<-", "<<<", "&&", "||", ";;", ";&", "|&", "<<", ">>", "<&")
 OPERATORS += (">&", "&>", ">|", "<>", *";&|()<>")
+_OPERATOR = re.compile("|".join(re.escape(o) for o in OPERATORS))  # first alternative wins
 _WORD_END = frozenset(" \t\r\n;&|()<>")
+_WORD_SPECIAL = re.compile(r"[ \t\r\n;&|()<>\\$'\"`]")  # where a word ends or quoting starts
+_DOUBLE_SPECIAL = re.compile(r"[\\\"$`]")
+_NESTED_SPECIAL = {
+    "(": re.compile(r"[\\'\"()]"),
+    "{": re.compile(r"[\\'\"{}]"),
+    "`": re.compile(r"[\\`]"),
+}
+_ANSI_SPECIAL = re.compile(r"[\\']")
 _ESCAPE = re.compile(r"\\(.)", re.DOTALL)
+MAX_NESTING = 32
+"""Quotes and substitutions nested deeper than this raise ``NestingError``."""
 
 
-@dataclass(frozen=True)
+class NestingError(ValueError):
+    """Quotes and substitutions nested more than ``MAX_NESTING`` levels; ``offset``: where."""
+
+    def __init__(self, offset: int) -> None:
+        self.offset = offset
+        super().__init__(f"quotes and substitutions nested more than {MAX_NESTING} levels deep")
+
+
+def _deeper(depth: int, offset: int) -> int:
+    """One more level of nesting, opened at ``offset``; ``NestingError`` past the limit."""
+    if depth >= MAX_NESTING:
+        raise NestingError(offset)
+    return depth + 1
+
+
+@dataclass(frozen=True, slots=True)
 class Part:
     """A run of a word's source: unquoted text or the content of one quoted string."""
 
@@ -59,7 +88,7 @@ def _double_char(match: re.Match[str]) -> str:
 
 def unquote_part(part: Part) -> str:
     """The text a part stands for once the shell removed its quotes and escapes."""
-    if part.kind == "single":
+    if part.kind == "single" or "\\" not in part.text:
         return part.text
     if part.kind == "double":
         return _DOUBLE_ESCAPE.sub(_double_char, part.text)
@@ -68,7 +97,7 @@ def unquote_part(part: Part) -> str:
     return _ESCAPE.sub(r"\1", part.text)
 
 
-@dataclass
+@dataclass(slots=True)
 class Word:
     """One shell word as a sequence of parts, with its source span."""
 
@@ -82,7 +111,7 @@ class Word:
         return "".join(unquote_part(p) for p in self.parts)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Operator:
     """A control or redirection operator, or a newline (``"\\n"``)."""
 
@@ -90,7 +119,7 @@ class Operator:
     start: int
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Heredoc:
     """The body of a here-document; ``expands`` is False for a quoted delimiter."""
 
@@ -104,59 +133,66 @@ Token = Word | Operator
 
 @dataclass
 class Lexed:
-    """The tokens of a script, in order, and its here-document bodies."""
+    """The tokens of a script, in order, and its here-document bodies.
+
+    A run of newlines (blank lines, comment lines) gives one newline operator."""
 
     tokens: list[Token]
     heredocs: list[Heredoc]
 
 
-def skip_nested(text: str, i: int, opener: str, closer: str) -> int:
-    """Given ``text[i]`` just after an opener, return the index after its matching closer."""
-    depth = 1
+def skip_nested(text: str, i: int, opener: str, closer: str, depth: int = 1) -> int:
+    """Given ``text[i]`` just after an opener, return the index after its matching closer.
+
+    ``depth``: the nesting level of this construct (quotes inside it go one deeper).
+    """
+    count = 1  # unquoted openers and closers balance, as in ``$( (a) )``
     n = len(text)
-    while i < n:
+    special = _NESTED_SPECIAL[opener]
+    while (found := special.search(text, i)) is not None:
+        i = found.start()
         c = text[i]
         if c == "\\":
             i += 2
-            continue
-        if c == "'" and opener != "`":
+        elif c == "'":
             end = text.find("'", i + 1)
             i = n if end < 0 else end + 1
-            continue
-        if c == '"' and opener != "`":
-            i = _close_double(text, i + 1) + 1
-            continue
-        if c == closer and (opener == "`" or depth == 1):
+        elif c == '"':
+            i = _close_double(text, i + 1, _deeper(depth, i)) + 1
+        elif c == closer and (opener == "`" or count == 1):
             return i + 1
-        if c == closer:
-            depth -= 1
-        elif c == opener:
-            depth += 1
-        i += 1
+        else:
+            count += -1 if c == closer else 1
+            i += 1
     return n
 
 
-def _skip_substitution(text: str, i: int) -> int | None:
-    """At ``$`` or a backtick, return the index after ``$(...)``, ``${...}`` or ``` `...` ```."""
+def _skip_substitution(text: str, i: int, depth: int) -> int | None:
+    """At ``$`` or a backtick, return the index after ``$(...)``, ``${...}`` or ``` `...` ```.
+
+    ``depth``: the nesting level around it; the substitution is one level deeper.
+    """
     if text.startswith("$(", i):
-        return skip_nested(text, i + 2, "(", ")")
+        return skip_nested(text, i + 2, "(", ")", _deeper(depth, i))
     if text.startswith("${", i):
-        return skip_nested(text, i + 2, "{", "}")
+        return skip_nested(text, i + 2, "{", "}", _deeper(depth, i))
     if text[i] == "`":
-        return skip_nested(text, i + 1, "`", "`")
+        return skip_nested(text, i + 1, "`", "`", _deeper(depth, i))
     return None
 
 
-def _close_double(text: str, i: int) -> int:
-    """Given the index after an opening ``"``, return the closing one's (``len(text)`` if none)."""
+def _close_double(text: str, i: int, depth: int) -> int:
+    """Given the index after an opening ``"`` (at nesting level ``depth``), return the
+    closing one's (``len(text)`` if none)."""
     n = len(text)
-    while i < n:
+    while (found := _DOUBLE_SPECIAL.search(text, i)) is not None:
+        i = found.start()
         c = text[i]
         if c == "\\":
             i += 2
         elif c == '"':
             return i
-        elif (after := _skip_substitution(text, i)) is not None:
+        elif (after := _skip_substitution(text, i, depth)) is not None:
             i = after
         else:
             i += 1
@@ -166,9 +202,9 @@ def _close_double(text: str, i: int) -> int:
 def _close_ansi(text: str, i: int) -> int:
     """Given the index after ``$'``, return the closing quote's (``len(text)`` if none)."""
     n = len(text)
-    while i < n and text[i] != "'":
-        i += 2 if text[i] == "\\" else 1
-    return min(i, n)
+    while (found := _ANSI_SPECIAL.search(text, i)) is not None and text[found.start()] == "\\":
+        i = found.start() + 2
+    return n if found is None else found.start()
 
 
 def _read_word(text: str, i: int) -> tuple[Word, int]:
@@ -180,7 +216,11 @@ def _read_word(text: str, i: int) -> tuple[Word, int]:
         if upto > plain:
             word.parts.append(Part("plain", text[plain:upto], plain))
 
-    while i < n and text[i] not in _WORD_END:
+    while i < n:
+        found = _WORD_SPECIAL.search(text, i)  # skip ordinary characters at once
+        i = n if found is None else found.start()
+        if i == n or text[i] in _WORD_END:
+            break
         c = text[i]
         if c == "\\" and text.startswith("\\\n", i):
             flush(i)
@@ -191,17 +231,17 @@ def _read_word(text: str, i: int) -> tuple[Word, int]:
         elif c == "$" and text.startswith(("$'", '$"'), i):  # ANSI-C / locale quoting
             flush(i)
             quote = text[i + 1]
-            end = _close_ansi(text, i + 2) if quote == "'" else _close_double(text, i + 2)
+            end = _close_ansi(text, i + 2) if quote == "'" else _close_double(text, i + 2, 1)
             end = min(end, n)
             word.parts.append(Part("ansi" if quote == "'" else "double", text[i + 2 : end], i + 2))
             i = plain = min(end + 1, n)
         elif c in "'\"":
             flush(i)
-            end = text.find("'", i + 1) if c == "'" else _close_double(text, i + 1)
+            end = text.find("'", i + 1) if c == "'" else _close_double(text, i + 1, 1)
             end = n if end < 0 else min(end, n)
             word.parts.append(Part("single" if c == "'" else "double", text[i + 1 : end], i + 1))
             i = plain = min(end + 1, n)
-        elif (after := _skip_substitution(text, i)) is not None:
+        elif (after := _skip_substitution(text, i, 0)) is not None:
             i = after
         else:
             i += 1
@@ -246,7 +286,9 @@ def lex(text: str) -> Lexed:
         elif c in " \t\r":
             i += 1
         elif c == "\n":
-            tokens.append(Operator("\n", i))
+            last = tokens[-1] if tokens else None
+            if not (isinstance(last, Operator) and last.text == "\n"):  # one per run
+                tokens.append(Operator("\n", i))
             i += 1
             if pending:
                 bodies, i = _read_heredocs(text, i, pending)
@@ -256,7 +298,7 @@ def lex(text: str) -> Lexed:
             end = text.find("\n", i)
             i = n if end < 0 else end
         elif c in ";&|()<>":
-            op = next(o for o in OPERATORS if text.startswith(o, i))
+            op = m[0] if (m := _OPERATOR.match(text, i)) else c
             tokens.append(Operator(op, i))
             i += len(op)
             if op in ("<<", "<<-"):

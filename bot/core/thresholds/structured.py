@@ -11,6 +11,13 @@ its scalar, so that the editor changes only the literal:
 
 A quoted numeric string (``"0.56"``) is accepted, its span excluding the quotes.
 ``parse_structured`` returns one gate per declared gate, in declaration order.
+
+The file is hostile (a pull request writes it): YAML aliases, nesting deeper than
+``MAX_DEPTH`` and numbers of more than ``MAX_DIGITS`` digits are refused before anything
+is built (``bot.core.bounded``; tomlkit refuses TOML nested more than 100 levels), each as
+a ``ThresholdFileError`` naming the line.  tomlkit's parser is quadratic on some inputs
+(long runs of blank lines, of quotes, long arrays), so TOML files longer than
+``MAX_TOML_CHARS`` are refused.
 """
 
 from __future__ import annotations
@@ -28,6 +35,7 @@ import yaml
 from tomlkit.exceptions import TOMLKitError
 from tomlkit.items import Float, Integer, String
 
+from bot.core.bounded import MAX_DIGITS, BoundedLoader, json_bounds, yaml_problem
 from bot.core.config import FileDecl, GateDecl
 from bot.core.models import Gate, ThresholdFile
 from bot.core.thresholds.errors import ThresholdFileError
@@ -35,10 +43,13 @@ from bot.core.thresholds.errors import ThresholdFileError
 YAML_SUFFIXES = frozenset({".yaml", ".yml"})
 JSON_SUFFIXES = frozenset({".json"})
 TOML_SUFFIXES = frozenset({".toml"})
+MAX_TOML_CHARS = 128 * 1024
+"""Longer TOML threshold files are refused: tomlkit would take seconds to minutes."""
 STRUCTURED_SUFFIXES = YAML_SUFFIXES | JSON_SUFFIXES | TOML_SUFFIXES
 _NUMERIC = re.compile(r"[+-]?(?:\d[\d_]*(?:\.[\d_]*)?|\.\d[\d_]*)(?:[eE][+-]?\d+)?")
 _KEY_PART = re.compile(r'"(?P<quoted>[^"]*)"|(?P<plain>[^."][^.]*)')
 _DECODER = json.JSONDecoder()
+_SHOWN = 60  # characters of a value quoted in an error
 _JSON_ATOM = re.compile(r"-?(?:Infinity|\d[\d.eE+-]*)|true|false|null|NaN")
 
 
@@ -99,12 +110,10 @@ def _yaml_tree(node: yaml.Node, text: str) -> Any:
 
 def _yaml_locator(path: str, text: str) -> Any:
     try:
-        root = yaml.compose(text, Loader=yaml.SafeLoader)
-    except yaml.MarkedYAMLError as exc:
-        line = exc.problem_mark.line + 1 if exc.problem_mark else None
-        raise ThresholdFileError(path, line, f"not valid YAML: {exc.problem}") from None
+        root = yaml.compose(text, Loader=BoundedLoader)
     except yaml.YAMLError as exc:
-        raise ThresholdFileError(path, None, f"not valid YAML: {exc}") from None
+        line, problem = yaml_problem(exc, text)
+        raise ThresholdFileError(path, line, f"not valid YAML: {problem}") from None
     return {} if root is None else _yaml_tree(root, text)
 
 
@@ -145,6 +154,9 @@ def _json_value(text: str, i: int) -> tuple[Any, int]:
 
 
 def _json_locator(path: str, text: str) -> Any:
+    if (found := json_bounds(text)) is not None:
+        line = text.count("\n", 0, found[0]) + 1
+        raise ThresholdFileError(path, line, f"not valid JSON: {found[1]}")
     try:
         json.loads(text)
     except json.JSONDecodeError as exc:
@@ -157,6 +169,9 @@ def _json_locator(path: str, text: str) -> Any:
 
 def _toml_scalar(path: str, text: str, parts: list[str]) -> Scalar:
     """Locate a TOML value by replacing it and diffing the rendering against the original."""
+    if len(text) > MAX_TOML_CHARS:
+        reason = f"TOML threshold files are read up to {MAX_TOML_CHARS:,} characters"
+        raise ThresholdFileError(path, None, f"{reason}; this one has {len(text):,}")
     try:
         doc = tomlkit.parse(text)
     except TOMLKitError as exc:
@@ -191,8 +206,11 @@ def _literal(path: str, text: str, key: str, scalar: Scalar) -> tuple[str, int, 
     if len(raw) >= 2 and raw[0] == raw[-1] and raw[0] in "\"'":
         raw, start, end = raw[1:-1], start + 1, end - 1
     line = text.count("\n", 0, start) + 1
+    shown = repr(raw if len(raw) <= _SHOWN else raw[:_SHOWN] + "…")
+    if sum(c.isdigit() for c in raw) > MAX_DIGITS:
+        raise ThresholdFileError(path, line, f"{key}: {shown} has more than {MAX_DIGITS} digits")
     if not _NUMERIC.fullmatch(raw) or not math.isfinite(float(raw.replace("_", ""))):
-        raise ThresholdFileError(path, line, f"{key}: {raw!r} is not a number")
+        raise ThresholdFileError(path, line, f"{key}: {shown} is not a number")
     return raw, start, end
 
 

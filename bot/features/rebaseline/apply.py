@@ -73,7 +73,10 @@ def plan(
 ) -> tuple[RebaselineResult, dict[str, str]]:
     """The dry-run result for ``command`` on ``pull``, and the head texts of the files."""
     found = read_thresholds(gh, repo, pull)
-    rule = rule_for(command, found.config.rule)
+    try:
+        rule = rule_for(command, found.config.rule)
+    except ValueError as exc:  # --allowance over the repository's cap
+        raise RebaselineError(str(exc)) from None
     found = replace(found, config=found.config.model_copy(update={"rule": rule}))
     review = _attributed_review(gh, repo, pull, found, remote_history)
     texts: dict[str, str] = {}
@@ -105,7 +108,7 @@ def _attributed_review(
     remote_history: RemoteHistory | None,
 ) -> Review:
     history = HistoryRouter(repo_history(gh, repo, pull.base_ref), remote_history)
-    review, _ = analyse(found, history)
+    review = analyse(found, history).review
     return attribute(gh, repo, review, ref=pull.head_sha)  # ranked as the review ranks them
 
 

@@ -13,6 +13,8 @@ from typing import Literal
 
 from bot.adapters.github.api import PullInfo
 from bot.core.commands import Command
+from bot.core.config import CONFIG_PATH
+from bot.core.formatting import percent
 from bot.core.models import Frozen, Gate, GateReview, Review, RuleSettings, ThresholdFile
 from bot.core.thresholds.edit import format_literal, replace_literals
 from bot.features.rebaseline.provenance import Provenance, supports_comments, write_provenance
@@ -67,7 +69,16 @@ class RebaselineResult:
 
 
 def rule_for(command: Command, rule: RuleSettings) -> RuleSettings:
-    """The repository rule with the command's ``--window`` / ``--allowance`` applied."""
+    """The repository rule with the command's ``--window`` / ``--allowance`` applied.
+
+    A ``ValueError`` (its text for the reply) when ``--allowance`` is over the rule's
+    ``max_allowance``.
+    """
+    if command.allowance is not None and command.allowance > rule.max_allowance:
+        raise ValueError(
+            f"`--allowance {percent(command.allowance)}` is over this repository's cap of "
+            f"{percent(rule.max_allowance)} (`rule.max_allowance` in `{CONFIG_PATH}`)"
+        )
     update: dict[str, object] = {}
     if command.window is not None:
         update["window"] = command.window

@@ -14,7 +14,7 @@ from datetime import datetime
 from typing import Protocol
 
 from bot.core.formatting import iso_date
-from bot.core.models import Conclusion, ThresholdFile
+from bot.core.models import Conclusion, Gate, ThresholdFile
 from bot.features.replies import mention
 
 
@@ -33,7 +33,7 @@ class ApprovalLike(Protocol):
 
     @property
     def gate_values(self) -> dict[str, float]:
-        """The approved values, keyed by ``gate_key(file, name)``."""
+        """The approved values, keyed by ``gate_key``."""
         ...
 
 
@@ -41,14 +41,17 @@ ApprovalLookup = Callable[[str, int], ApprovalLike | None]
 """``(repo, pr_number) -> the newest approval of that PR, or None``."""
 
 
-def gate_key(file: str, name: str) -> str:
-    """The key of one gate in an approval's ``gate_values``: ``file:name``."""
-    return f"{file}:{name}"
+def gate_key(gate: Gate) -> str:
+    """The key of one gate in an approval's ``gate_values``: its file, name, metric, operator
+    and history source (``file:name|metric op|source``), so that an approval covers exactly
+    what the gate checks and where its runs come from; any change needs a new approval."""
+    source = gate.source.key() if gate.source is not None else "-"
+    return f"{gate.file}:{gate.name}|{gate.metric} {gate.op}|{source}"
 
 
 def gate_values(files: Sequence[ThresholdFile]) -> dict[str, float]:
-    """Every gate's value in these threshold files, keyed by ``gate_key(file, name)``."""
-    return {gate_key(tf.path, gate.name): gate.value for tf in files for gate in tf.gates}
+    """Every gate's value in these threshold files, keyed by ``gate_key``."""
+    return {gate_key(gate): gate.value for tf in files for gate in tf.gates}
 
 
 def approval_note(approval: ApprovalLike) -> str:

@@ -2,10 +2,12 @@
 
 The sender (checked on every click) needs the permission the repository config asks
 for (``permissions.approve``, default write).  An approval stores who, when, the
-head SHA of the clicked check run and the gate values at that SHA, then reviews the
-PR again: publishing turns ``action_required`` into ``success`` "approved by @user"
-while the head's gate values equal the approved ones (``bot.features.review.approval``), so a later
-push that changes a value needs a new approval and one that changes none keeps it.
+head SHA of the clicked check run and, for every gate at that SHA, its file, name, metric,
+operator, history source and value (``bot.features.review.approval.gate_key``), then
+reviews the PR again: publishing turns ``action_required`` into ``success`` "approved by
+@user" while the head's gates equal the approved ones, so a later push that changes any of
+these needs a new approval and one that changes none keeps it.  A history source the PR
+names for a gate is read once an approval covers it (``bot.core.thresholds.pinning``).
 A refusal is a polite PR comment naming the permission.  Both are audited.
 """
 
@@ -56,7 +58,9 @@ def on_requested_action(ctx: HandlerContext, payload: dict[str, Any]) -> None:
             message=f"check run {run.id}",
         )
         return
-    values = gate_values(read_thresholds(gh, repo, replace(pull, head_sha=run.head_sha)).files)
+    at_head = replace(pull, head_sha=run.head_sha)
+    limit = ctx.settings.max_threshold_file_bytes
+    values = gate_values(read_thresholds(gh, repo, at_head, max_bytes=limit).files)
     with ctx.sessions.begin() as session:
         latest = approvals.latest(session, repo, number)
         again = latest is not None and (latest.approver, latest.head_sha) == (user, run.head_sha)
@@ -91,7 +95,7 @@ def not_applied(outcome: ReviewOutcome, approved_sha: str) -> str | None:
         return f"the PR was not reviewed ({outcome.reason})."
     if outcome.check_run is not None and outcome.check_run.conclusion == "success":
         return None
-    if outcome.review.error is not None or outcome.review.conclusion == "neutral":
+    if outcome.review.conclusion == "neutral":
         return "the run history cannot be read right now; the check turns green once it can."
     return (
         f"the PR's gate values changed after the approved commit {approved_sha[:7]}: "

@@ -14,6 +14,10 @@ the two runs themselves, then the newest.  Only the ``max_ranked`` newest PRs of
 have their files read (one request each, their first ``RANKED_FILES`` files), so the extra
 requests are bounded.  Failures never sink the review: the change keeps no PRs (or
 unranked ones) and the review gets a warning.
+
+A run's commit is outside data (anyone who can log a run writes it): only hex SHAs
+(``bot.core.api_paths.is_sha``) are used; any other value counts as no commit, and the
+review says so once.
 """
 
 from __future__ import annotations
@@ -24,11 +28,13 @@ from collections.abc import Collection, Iterable, Mapping, Sequence
 
 from bot.adapters.github.api import ChangedFile, GitHubAPI, PullInfo
 from bot.adapters.github.errors import GitHubError, GitHubNotFound
+from bot.core.api_paths import is_sha
 from bot.core.models import Change, PullRef, Review
 
 MAX_COMMITS = 100  # per change; a wider range is summarised by its first commits
 MAX_RANKED = 10  # PRs per change whose files are read to rank them
 RANKED_FILES = 100  # files read per ranked PR: one request
+NOT_SHAS = "some runs name a commit that is not a hex SHA: their PRs are not looked up"
 
 
 def attribute(
@@ -45,8 +51,16 @@ def attribute(
     reads = _Reads(gh, repo, {g.file for g in review.gates}, ref)
     pulls = dict(review.pulls)
     changes: list[Change] = []
+    commits = [
+        c
+        for ch in review.changes
+        for c in (ch.before_commit, ch.after_commit, ch.earlier_commit, ch.later_commit)
+    ]
+    if any(c and not is_sha(c) for c in commits):
+        reads.warnings.append(NOT_SHAS)
     for change in review.changes:
-        span = f"{(change.before_commit or '?')[:7]}...{(change.after_commit or '?')[:7]}"
+        before, after = _sha(change.before_commit), _sha(change.after_commit)
+        span = f"{(before or '?')[:7]}...{(after or '?')[:7]}"
         try:
             merged, between = _merged_at(reads, change, max_commits)
         except GitHubNotFound:
@@ -130,16 +144,21 @@ class _Reads:
 def _merged_at(reads: _Reads, change: Change, max_commits: int) -> tuple[list[PullInfo], set[int]]:
     """The merged PRs of the change's range, oldest first, and the numbers of those merged
     between its two runs themselves (the range before it is widened)."""
-    before, after = change.before_commit, change.after_commit
+    before, after = _sha(change.before_commit), _sha(change.after_commit)
     if not before or not after:
         return [], set()
     shas = [] if before == after else reads.commits(before, after, max_commits)
     between = {pr.number for pr in reads.merged(shas)}
     if _adjacent(reads, shas, between):  # the boundary may be one run off
-        wider = (change.earlier_commit or before, change.later_commit or after)
+        wider = (_sha(change.earlier_commit) or before, _sha(change.later_commit) or after)
         if wider != (before, after) and wider[0] != wider[1]:
             shas = reads.commits(*wider, max_commits)
     return reads.merged(shas), between
+
+
+def _sha(commit: str | None) -> str | None:
+    """A run's commit if it is a hex SHA, else None (never a path or a branch name)."""
+    return commit if is_sha(commit) else None
 
 
 def _adjacent(reads: _Reads, shas: Sequence[str], between: Collection[int]) -> bool:

@@ -1,7 +1,9 @@
 """``pull_request`` events: review the PR on every change; forget it when it closes.
 
 ``opened`` / ``synchronize`` / ``reopened`` / ``ready_for_review`` run the review
-(drafts included: see ``bot.features.review.pull``).  ``review_for_delivery`` is what
+(drafts included: see ``bot.features.review.pull``), and so does ``edited`` when the PR
+was retargeted to another base branch (its config, gates and diff are the new base's); an
+edit of the title or body changes nothing.  ``review_for_delivery`` is what
 every feature calls to review a PR again (*Re-run*, ``retry``, approvals, ``/rebaseline``);
 it also records PRs whose review reads remote history (W&B …) so that the periodic
 re-check (``bot.features.review.recheck``) can re-review them.
@@ -31,6 +33,14 @@ def on_pull_request(ctx: HandlerContext, payload: dict[str, Any]) -> None:
     review_for_delivery(ctx, event.repository.full_name, event.pull_request.number)
 
 
+@router.register("pull_request", "edited")
+def on_edited(ctx: HandlerContext, payload: dict[str, Any]) -> None:
+    """Review the PR again when its base branch changed (``changes.base``)."""
+    event = PullRequestEvent.model_validate(payload)
+    if event.changes.base is not None:
+        review_for_delivery(ctx, event.repository.full_name, event.pull_request.number)
+
+
 @router.register("pull_request", "closed")
 def on_closed(ctx: HandlerContext, payload: dict[str, Any]) -> None:
     """Stop re-checking a closed PR."""
@@ -43,7 +53,10 @@ def review_for_delivery(ctx: HandlerContext, repo: str, number: int) -> ReviewOu
     """Review PR ``number`` of ``repo`` as this delivery's installation, and log the result."""
     gh = ctx.installation_client()
     installation = ctx.delivery.installation_id or 0
-    outcome = review_and_track(gh, ctx.sessions, installation, repo, number, ctx.history)
+    limit = ctx.settings.max_threshold_file_bytes
+    outcome = review_and_track(
+        gh, ctx.sessions, installation, repo, number, ctx.history, max_bytes=limit
+    )
     if outcome.review is not None:
         ctx.log.info("reviewed %s#%d: %s", repo, number, outcome.review.conclusion)
     else:

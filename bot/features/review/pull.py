@@ -5,10 +5,16 @@ gates → gate changes → history per source → ``build_review`` per source �
 attribute regime changes to PRs → render → one marked comment + one check run.
 
 Decisions:
-- The repository config is read at the PR's *base*, never its head, so a PR cannot
-  loosen the rule or redirect a history source the config names (a shell script's own
-  W&B project, used when the config names none, is part of the change and read at the
-  head).  An invalid config falls back to the defaults and says so in the review.
+- What a gate reads is decided by the *base*: the repository config is read there, and a
+  gate reads the history source the base decides (``bot.core.thresholds.pinning``).  A
+  source the PR names instead is shown, makes the check ``action_required`` and is read
+  only once a maintainer's approval covers it.  The operator's allow-lists
+  (``bot.core.access``) apply on top: a refused source is never requested.  An invalid
+  config falls back to the defaults and says so in the review.
+- Every file is read with a size bound (``MAX_THRESHOLD_FILE_BYTES`` for threshold files
+  and the config, ``MAX_FILE_BYTES`` for history files); one over it is named in the review.
+- A changed gate that could not be checked against a single run (no run has its metric,
+  its history could not be read or may not be read) is ``action_required``, approvable.
 - Drafts are reviewed like any PR: early numbers are when feedback helps most,
   and the single comment is edited in place.  Closed PRs are skipped.
 - A threshold file the PR leaves unparseable makes the check ``action_required``
@@ -19,7 +25,7 @@ Decisions:
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Container, Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
@@ -33,6 +39,8 @@ from bot.adapters.github.api import (
 )
 from bot.adapters.github.errors import GitHubError, GitHubFileTooLarge, GitHubPermanentError
 from bot.adapters.history.files import FileSource
+from bot.adapters.settings import DEFAULT_THRESHOLD_FILE_BYTES
+from bot.core import deadline
 from bot.core.analysis.review import build_review, merge_reviews, unavailable_review
 from bot.core.config import CONFIG_PATH, RepoConfig
 from bot.core.history.sources import (
@@ -40,14 +48,30 @@ from bot.core.history.sources import (
     HistoryError,
     HistorySource,
     HistoryUnavailable,
+    SourceRefused,
 )
-from bot.core.models import GateChange, History, Review, SourceSpec, ThresholdFile, UnboundVariable
+from bot.core.models import (
+    GateChange,
+    GateReview,
+    History,
+    Review,
+    SourceSpec,
+    ThresholdFile,
+    UnboundVariable,
+)
 from bot.core.render.review import MARKER, render_check, render_comment
 from bot.core.thresholds.diff import diff_gates, removed_gates
 from bot.core.thresholds.discover import find_gates, is_candidate
 from bot.core.thresholds.errors import ThresholdFileError
+from bot.core.thresholds.pinning import SourceProposal, pin_sources
 from bot.features.repo_config import config_at
-from bot.features.review.approval import ApprovalLike, ApprovalLookup, apply_approval, gate_values
+from bot.features.review.approval import (
+    ApprovalLike,
+    ApprovalLookup,
+    apply_approval,
+    gate_key,
+    gate_values,
+)
 from bot.features.review.attribution import attribute
 
 APPROVE = CheckAction(
@@ -56,6 +80,8 @@ APPROVE = CheckAction(
     description="Accept the thresholds as proposed",
 )
 RETRY_HINT = "comment /threshold-bot retry or re-run the check to try again"
+# what a parser may still raise on hostile input past its own limits (never a crash)
+PARSE_FAILURES = (RecursionError, ValueError, UnicodeError, OverflowError)
 
 
 @dataclass(frozen=True)
@@ -69,6 +95,7 @@ class PullThresholds:
     changes: tuple[GateChange, ...] = ()
     errors: tuple[str, ...] = ()  # "path:line: reason" of files the head leaves unparseable
     warnings: tuple[str, ...] = ()
+    proposals: tuple[SourceProposal, ...] = ()  # sources the PR names, not read unapproved
 
 
 @dataclass(frozen=True)
@@ -81,27 +108,42 @@ class ReviewOutcome:
     review: Review | None = None
     comment: CommentRef | None = None
     check_run: CheckRunRef | None = None
-    sources: tuple[SourceSpec, ...] = field(default=())
+    sources: tuple[SourceSpec, ...] = field(default=())  # the remote sources read
+    unavailable: bool = False  # a history could not be read (an outage): re-check on recovery
 
 
 # --------------------------------------------------------------------------- reading
 
 
-def read_thresholds(gh: GitHubAPI, repo: str, pull: PullInfo) -> PullThresholds:
-    """Find the PR's threshold files and diff their gates between merge base and head."""
-    config, warnings = config_at(gh, repo, pull.base_sha)
+def read_thresholds(
+    gh: GitHubAPI,
+    repo: str,
+    pull: PullInfo,
+    *,
+    approved: Container[str] = frozenset(),
+    max_bytes: int = DEFAULT_THRESHOLD_FILE_BYTES,
+) -> PullThresholds:
+    """Find the PR's threshold files and diff their gates between merge base and head.
+
+    ``files`` are the head's gates with the sources the head names (what an approval
+    covers); ``changes`` read the sources the base decides, except those whose
+    ``gate_key`` is in ``approved``.  Every file is read with at most ``max_bytes``.
+    """
+    config, warnings = config_at(gh, repo, pull.base_sha, max_bytes=max_bytes)
     base_sha = gh.merge_base(repo, pull.base_sha, pull.head_sha)
     files: list[ThresholdFile] = []
     changes: list[GateChange] = []
+    proposals: list[SourceProposal] = []
     errors: list[str] = []
     notes = list(warnings)
     for changed in gh.pull_files(repo, pull.number):
         if changed.status == "removed" or not is_candidate(changed.path, config):
             continue
+        deadline.check(f"reading {changed.path}")
         try:
-            head_text = gh.file_text(repo, changed.path, pull.head_sha)
+            head_text = gh.file_text(repo, changed.path, pull.head_sha, max_bytes=max_bytes)
         except GitHubPermanentError as exc:  # too large, forbidden: say so, don't fail silently
-            errors.append(f"{changed.path}: cannot be read: {exc}")
+            errors.append(f"{changed.path}: cannot be read: {_reason(exc, max_bytes)}")
             continue
         if head_text is None:
             continue
@@ -110,11 +152,16 @@ def read_thresholds(gh: GitHubAPI, repo: str, pull: PullInfo) -> PullThresholds:
         except ThresholdFileError as exc:
             errors.append(_located(exc))
             continue
+        except PARSE_FAILURES as exc:  # a parser limit missed: still said in the PR
+            errors.append(f"{changed.path}: could not be read ({type(exc).__name__})")
+            continue
         if head is None or not (head.gates or head.unbound):
             continue
-        base = _base_file(gh, repo, changed, base_sha, config, notes)
+        base = _base_file(gh, repo, changed, base_sha, config, notes, max_bytes)
         files.append(head)
-        changes.extend(diff_gates(base, head))
+        pinned, moved = pin_sources(diff_gates(base, head), base, config, approved, gate_key)
+        changes.extend(pinned)
+        proposals.extend(moved)
         notes += [f"{changed.path}: {note}" for note in head.notes]
         notes += [
             f"{changed.path}: the PR removes gate {g.name} ({g.metric} {g.op} {g.literal})"
@@ -128,6 +175,7 @@ def read_thresholds(gh: GitHubAPI, repo: str, pull: PullInfo) -> PullThresholds:
         changes=tuple(changes),
         errors=tuple(errors),
         warnings=tuple(notes),
+        proposals=tuple(proposals),
     )
 
 
@@ -138,12 +186,18 @@ def _base_file(
     base_sha: str,
     config: RepoConfig,
     notes: list[str],
+    max_bytes: int,
 ) -> ThresholdFile | None:
     path = changed.previous_path or changed.path
     try:
-        text = None if changed.status == "added" else gh.file_text(repo, path, base_sha)
+        text = (
+            None
+            if changed.status == "added"
+            else gh.file_text(repo, path, base_sha, max_bytes=max_bytes)
+        )
     except GitHubPermanentError as exc:
-        notes.append(f"{path}: cannot be read at the base ({exc}); its gates are treated as new")
+        reason = _reason(exc, max_bytes)
+        notes.append(f"{path}: cannot be read at the base ({reason}); its gates are treated as new")
         return None
     if text is None:
         return None
@@ -152,6 +206,16 @@ def _base_file(
     except ThresholdFileError as exc:
         notes.append(f"{_located(exc)} (at the base; its gates are treated as new)")
         return None
+    except PARSE_FAILURES as exc:
+        notes.append(f"{path}: could not be read at the base ({type(exc).__name__})")
+        return None
+
+
+def _reason(exc: GitHubPermanentError, max_bytes: int) -> str:
+    """Why a file could not be read; a file over ``max_bytes`` names its setting."""
+    if isinstance(exc, GitHubFileTooLarge) and exc.limit == max_bytes:
+        return f"{exc} (MAX_THRESHOLD_FILE_BYTES)"
+    return str(exc)
 
 
 def _located(exc: ThresholdFileError) -> str:
@@ -159,18 +223,6 @@ def _located(exc: ThresholdFileError) -> str:
 
 
 # --------------------------------------------------------------------------- history
-
-
-def source_of(
-    change: GateChange, files: Sequence[ThresholdFile], config: RepoConfig
-) -> SourceSpec | None:
-    """The history source of a gate: its own, its file's default, else the config's default."""
-    if change.head.source is not None:
-        return change.head.source
-    for tf in files:
-        if tf.path == change.head.file and tf.source is not None:
-            return tf.source
-    return config.source(None)
 
 
 def repo_history(gh: GitHubAPI, repo: str, ref: str) -> FileSource:
@@ -217,45 +269,81 @@ class HistoryRouter:
 # --------------------------------------------------------------------------- analysis
 
 
-def analyse(found: PullThresholds, history: HistorySource) -> tuple[Review, tuple[SourceSpec, ...]]:
-    """Review every gate against its source's history; one ``Review`` for the whole PR."""
+@dataclass(frozen=True)
+class Analysis:
+    """The review of a PR's gates, and what reading their histories did."""
+
+    review: Review
+    sources: tuple[SourceSpec, ...]  # the sources requested (not those refused or unnamed)
+    unavailable: bool  # a history could not be read right now (retrying may mend it)
+
+
+def analyse(found: PullThresholds, history: HistorySource) -> Analysis:
+    """Review every gate against its source's history; one ``Review`` for the whole PR.
+
+    A gate whose source the PR proposes (``found.proposals``) requires action whatever its
+    verdict against the base's source.
+    """
     groups: dict[str, tuple[SourceSpec | None, list[GateChange]]] = {}
     for change in found.changes:
-        spec = source_of(change, found.files, found.config)
+        spec = change.head.source
         key = spec.key() if spec is not None else ""
         groups.setdefault(key, (spec, []))[1].append(change)
     unbound: tuple[UnboundVariable, ...] = tuple(u for tf in found.files for u in tf.unbound)
     rule, regimes = found.config.rule, found.config.regimes
     reviews: list[Review] = []
+    sources: list[SourceSpec] = []
+    unavailable = False
     for spec, changes in groups.values():
         shared = unbound if not reviews else ()
+        deadline.check(f"reading the history of {spec.describe() if spec else 'a gate'}")
         if spec is None:
             error = "no history source: name a W&B project in the file or set one in " + CONFIG_PATH
             reviews.append(unavailable_review(changes, error, rule=rule, unbound=shared))
             continue
         try:
             runs = history.fetch(spec)
-        except HistoryError as exc:
-            hint = f" — {RETRY_HINT}" if isinstance(exc, HistoryUnavailable) else ""
-            error = f"{spec.describe()}: {exc}{hint}"  # retrying mends only an outage
+        except SourceRefused as exc:
+            error = f"{spec.describe()}: {exc}"
             reviews.append(unavailable_review(changes, error, rule=rule, unbound=shared))
             continue
+        except HistoryError as exc:
+            sources.append(spec)
+            outage = isinstance(exc, HistoryUnavailable)
+            unavailable = unavailable or outage
+            hint = f" — {RETRY_HINT}" if outage else ""  # retrying mends only an outage
+            error = f"{spec.describe()}: {exc}{hint}"
+            reviews.append(unavailable_review(changes, error, rule=rule, unbound=shared))
+            continue
+        sources.append(spec)
         reviews.append(
-            build_review(
-                changes,
-                runs,
-                rule=rule,
-                regime_settings=regimes,
-                unbound=shared,
-            )
+            build_review(changes, runs, rule=rule, regime_settings=regimes, unbound=shared)
         )
     review = merge_reviews(reviews) if reviews else Review(conclusion="success", unbound=unbound)
+    review = _with_proposals(review, found.proposals)
     update: dict[str, object] = {"warnings": found.errors + found.warnings + review.warnings}
     if found.errors:
         update["conclusion"] = "action_required"
     review = review.model_copy(update=update)
-    sources = tuple(spec for spec, _ in groups.values() if spec is not None)
-    return review, sources
+    return Analysis(review=review, sources=tuple(sources), unavailable=unavailable)
+
+
+def _with_proposals(review: Review, proposals: Sequence[SourceProposal]) -> Review:
+    """``review`` with each gate whose source the PR changes marked, requiring action."""
+    if not proposals:
+        return review
+    by_gate = {(p.gate.file, p.gate.name, p.gate.metric, p.gate.op): p for p in proposals}
+
+    def marked(gate: GateReview) -> GateReview:
+        proposal = by_gate.get((gate.file, gate.name, gate.metric, gate.op))
+        if proposal is None:
+            return gate
+        named = proposal.gate.source.describe() if proposal.gate.source else "none"
+        update = {"proposed_source": named, "warnings": (*gate.warnings, proposal.describe())}
+        return gate.model_copy(update=update)
+
+    gates = tuple(marked(g) for g in review.gates)
+    return review.model_copy(update={"gates": gates, "conclusion": "action_required"})
 
 
 # --------------------------------------------------------------------------- publishing
@@ -273,13 +361,14 @@ def publish(
     A maintainer's ``approval`` of exactly the head's gate values turns an
     ``action_required`` check into ``success``; the comment and the check then open with who
     approved which values (``bot.features.review.approval``).
-    What was not read cannot be approved away: a threshold file the head leaves unreadable
-    (its gates are unknown) or a history that could not be read (retry instead) gets no
-    Approve button, and a stored approval does not apply.
+    A gate that could not be verified (no data, a history unreadable or refused) or whose
+    source the PR changes can be approved: the maintainer vouches for it.  A threshold file
+    the head leaves unreadable cannot (its gates are unknown): no Approve button, and a
+    stored approval does not apply.
     """
     pull = found.pull
     repo_url = pull.url.rsplit("/pull/", 1)[0]
-    approvable = not found.errors and review.error is None
+    approvable = not found.errors
     conclusion, approved = apply_approval(
         review.conclusion, gate_values(found.files), approval if approvable else None
     )
@@ -310,18 +399,25 @@ def review_pull(
     *,
     remote_history: RemoteHistory | None = None,
     approvals: ApprovalLookup | None = None,
+    max_bytes: int = DEFAULT_THRESHOLD_FILE_BYTES,
 ) -> ReviewOutcome:
-    """Review PR ``number`` of ``repo`` end to end and publish the result."""
+    """Review PR ``number`` of ``repo`` end to end and publish the result.
+
+    ``remote_history`` is already limited to what this installation may read
+    (``bot.core.access.guarded``); ``max_bytes`` bounds every threshold file read.
+    """
     pull = gh.pull(repo, number)
     if pull.state != "open":
         return ReviewOutcome(status="skipped", pull=pull, reason=f"the PR is {pull.state}")
-    found = read_thresholds(gh, repo, pull)
+    approval = approvals(repo, number) if approvals is not None else None
+    approved = frozenset(approval.gate_values) if approval is not None else frozenset()
+    found = read_thresholds(gh, repo, pull, approved=approved, max_bytes=max_bytes)
     if not found.changes and not found.errors:
         return ReviewOutcome(status="skipped", pull=pull, reason="no threshold files")
     history = HistoryRouter(repo_history(gh, repo, pull.base_ref), remote_history)
-    review, sources = analyse(found, history)
-    review = attribute(gh, repo, review, ref=pull.head_sha)
-    approval = approvals(repo, number) if approvals is not None else None
+    analysis = analyse(found, history)
+    review = attribute(gh, repo, analysis.review, ref=pull.head_sha)
+    deadline.check("publishing the review")
     comment, check = publish(gh, repo, found, review, approval)
     return ReviewOutcome(
         status="reviewed",
@@ -329,5 +425,6 @@ def review_pull(
         review=review,
         comment=comment,
         check_run=check,
-        sources=sources,
+        sources=analysis.sources,
+        unavailable=analysis.unavailable,
     )

@@ -13,7 +13,7 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from sqlalchemy.orm import Session, sessionmaker
 
@@ -21,9 +21,10 @@ from bot.adapters.github.api import GitHubAPI, GitHubFactory
 from bot.adapters.github.errors import GitHubError
 from bot.adapters.history.cache import CachedSource, SyncResult
 from bot.adapters.history.sync import cached_source, sync_sources
-from bot.adapters.settings import Settings
+from bot.adapters.settings import DEFAULT_THRESHOLD_FILE_BYTES, Settings
 from bot.adapters.store import approvals, tracked
 from bot.adapters.store.tracked import Tracked
+from bot.core.access import SourcePolicy, guarded
 from bot.core.history.sources import HistoryError
 from bot.core.models import SourceSpec
 from bot.features.review.pull import RemoteHistory, ReviewOutcome, review_pull
@@ -53,9 +54,12 @@ def review_and_track(
     repo: str,
     number: int,
     remote_history: RemoteHistory | None,
+    *,
+    max_bytes: int = DEFAULT_THRESHOLD_FILE_BYTES,
 ) -> ReviewOutcome:
     """Review a PR, then track it if its review reads remote history (else untrack it).
 
+    ``remote_history`` must already be limited to what the installation may read.
     Reviews of the same PR in this process run one at a time, so two deliveries close
     together (``opened`` and a quick push) cannot both create the comment.
     """
@@ -66,6 +70,7 @@ def review_and_track(
             number,
             remote_history=remote_history,
             approvals=approvals.lookup(sessions),
+            max_bytes=max_bytes,
         )
     remote = tuple(spec for spec in outcome.sources if spec.kind != "file")
     with sessions.begin() as session:
@@ -82,7 +87,7 @@ def review_and_track(
                 conclusion=""
                 if outcome.review is None
                 else "neutral"
-                if outcome.review.error
+                if outcome.unavailable
                 else outcome.review.conclusion,
             )
         else:
@@ -128,10 +133,18 @@ def recheck(
     github: GitHubFactory,
     remote_history: RemoteHistory,
     sync: SyncSources,
+    policy: SourcePolicy | None = None,
+    max_bytes: int = DEFAULT_THRESHOLD_FILE_BYTES,
 ) -> RecheckReport:
-    """Sync the tracked PRs' sources and re-review the PRs whose sources changed."""
+    """Sync the tracked PRs' sources and re-review the PRs whose sources changed.
+
+    With a ``policy``, a tracked source the PR's installation may no longer read is not
+    synced, and each re-review reads only what its installation may.
+    """
     with sessions() as session:
         pulls = tracked.tracked(session)
+    if policy is not None:
+        pulls = [_allowed(pull, policy) for pull in pulls]
     specs = unique_sources(pulls)
     if not specs:
         return RecheckReport()
@@ -142,8 +155,20 @@ def recheck(
         name = f"{pull.repo}#{pull.number}"
         try:
             gh = github(pull.installation_id)
+            history = remote_history
+            if policy is not None:
+                owner = pull.repo.split("/", 1)[0]
+                history = guarded(
+                    remote_history, policy, installation_id=pull.installation_id, owner=owner
+                )
             review_and_track(
-                gh, sessions, pull.installation_id, pull.repo, pull.number, remote_history
+                gh,
+                sessions,
+                pull.installation_id,
+                pull.repo,
+                pull.number,
+                history,
+                max_bytes=max_bytes,
             )
         except (GitHubError, HistoryError) as exc:
             log.warning("re-check of %s failed: %s", name, exc)
@@ -154,6 +179,17 @@ def recheck(
     return RecheckReport(
         sources=len(specs), changed=changed, reviewed=tuple(reviewed), failed=tuple(failed)
     )
+
+
+def _allowed(pull: Tracked, policy: SourcePolicy) -> Tracked:
+    """``pull`` with only the sources its installation may read."""
+    owner = pull.repo.split("/", 1)[0]
+    kept = tuple(
+        spec
+        for spec in pull.sources
+        if policy.refusal(spec, installation_id=pull.installation_id, owner=owner) is None
+    )
+    return replace(pull, sources=kept)
 
 
 def recheck_job(
@@ -171,7 +207,14 @@ def recheck_job(
         return sync_sources(caches[0], specs)
 
     def job() -> RecheckReport:
-        report = recheck(sessions, github, remote_history, sync)
+        report = recheck(
+            sessions,
+            github,
+            remote_history,
+            sync,
+            settings.source_policy(),
+            settings.max_threshold_file_bytes,
+        )
         if report.sources:
             log.info(
                 "re-check: %d sources, %d changed, %d PRs reviewed, %d failed",
