@@ -77,7 +77,11 @@ def test_a_project_named_by_the_pr_is_not_read_and_requires_action() -> None:
     check = gh.check_for(pull.head_sha)
     assert check.conclusion == "action_required"
     assert [a.identifier for a in check.actions] == ["approve"]
-    assert "it is not read until a maintainer approves" in gh.comments[1].body
+    body = gh.comments[1].body
+    assert "it is not read until a maintainer approves" in body
+    todo = body.split("#### What to do", 1)[1]
+    assert "until a maintainer presses **Approve thresholds**" in todo
+    assert "/rebaseline" not in todo  # the rule's value would not mend a new source
     assert [s.project for s in outcome.sources] == [PUBLIC]  # what the re-check would sync
 
 

@@ -100,6 +100,7 @@ def _context(
         "fixes": rule_values(review, flagged_only=True),
         "rule_values": rule_values(review, flagged_only=False),
         "unverified": [] if review.error else [g for g in review.gates if g.verdict == "no_data"],
+        "new_sources": [g for g in review.gates if g.proposed_source],
         "approved": approved,
         "app_mode": app_mode,
     }

@@ -11,7 +11,7 @@ from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from bot.core.analysis.verdicts import needs_action
+from bot.core.analysis.verdicts import ACTION_VERDICTS, needs_action
 from bot.core.formatting import (
     at_decimals,
     day_month_year,
@@ -321,10 +321,11 @@ def history_phrase(review: Review) -> str:
 
 def rule_values(review: Review, *, flagged_only: bool) -> list[tuple[GateReview, str]]:
     """Gates whose rule value differs from the proposed one, with that value formatted
-    (what ``/rebaseline`` would write); ``flagged_only``: only gates that need action."""
+    (what ``/rebaseline`` would write); ``flagged_only``: only gates whose verdict needs
+    action (not a new history source alone: the rule's value would not mend that)."""
     values = []
     for g in review.gates:
-        if g.recomputed is None or (flagged_only and not needs_action(g)):
+        if g.recomputed is None or (flagged_only and g.verdict not in ACTION_VERDICTS):
             continue
         value = at_decimals(g.recomputed, g.decimals)
         if g.recomputed != g.proposed:
