@@ -11,9 +11,11 @@ from pathlib import Path
 import pytest
 
 from bot.core.analysis.review import SCANNED_METRICS, build_review
+from bot.core.commands import Command, parse_command_line
 from bot.core.config import RepoConfig
 from bot.core.models import GateChange, History, Run
 from bot.core.thresholds.discover import find_gates
+from bot.features.rebaseline.apply import rebaseline
 from bot.features.review import pull as pull_module
 from bot.features.review.failure import HOW_TO_RETRY, TITLE
 from bot.features.review.pull import review_pull
@@ -137,3 +139,19 @@ def test_a_review_segments_the_gated_metric_and_a_bounded_number_of_others() -> 
     every_run = {f"m{j:03d}" for j in range(logged) if j % 4 == 0}  # logged by all 40 runs
     assert scanned - {"eval/acc"} <= every_run  # the most logged ones, by name after that
     assert [c.index for c in review.changes] == [20]
+
+
+def test_rebaseline_reads_threshold_files_with_the_same_limit_as_the_review() -> None:
+    gh = RecordingGitHub()
+    gh.commit({SCRIPT: script("0.56")})
+    padded = script("0.50") + "# padding\n" * 200
+    gh.open_pull(5, {SCRIPT: padded})
+    limit = len(padded.encode()) - 1
+    command = parse_command_line("/rebaseline --dry-run")
+    assert isinstance(command, Command)
+
+    result = rebaseline(gh, gh.repo, 5, command, by="maya", max_bytes=limit)
+
+    (error,) = result.errors
+    assert error.startswith(f"{SCRIPT}: cannot be read") and "(MAX_THRESHOLD_FILE_BYTES)" in error
+    assert result.plans == ()  # nothing planned from a file that was not read

@@ -26,6 +26,7 @@ from bot.adapters.github.errors import (
     GitHubPermanentError,
     GitHubUnprocessable,
 )
+from bot.adapters.settings import DEFAULT_THRESHOLD_FILE_BYTES
 from bot.core.commands import Command
 from bot.core.models import Review, RuleSettings
 from bot.core.render.markdown import code, escape
@@ -70,9 +71,11 @@ def plan(
     by: str | None,
     today: date,
     remote_history: RemoteHistory | None = None,
+    max_bytes: int = DEFAULT_THRESHOLD_FILE_BYTES,
 ) -> tuple[RebaselineResult, dict[str, str]]:
-    """The dry-run result for ``command`` on ``pull``, and the head texts of the files."""
-    found = read_thresholds(gh, repo, pull)
+    """The dry-run result for ``command`` on ``pull``, and the head texts of the files
+    (each read with at most ``max_bytes``, as the review reads them)."""
+    found = read_thresholds(gh, repo, pull, max_bytes=max_bytes)
     try:
         rule = rule_for(command, found.config.rule)
     except ValueError as exc:  # --allowance over the repository's cap
@@ -82,7 +85,7 @@ def plan(
     texts: dict[str, str] = {}
     plans: list[FilePlan] = []
     for tf in found.files:
-        text = gh.file_text(repo, tf.path, pull.head_sha)
+        text = gh.file_text(repo, tf.path, pull.head_sha, max_bytes=max_bytes)
         if text is None:
             continue
         texts[tf.path] = text
@@ -121,6 +124,7 @@ def rebaseline(
     by: str | None,
     remote_history: RemoteHistory | None = None,
     today: date | None = None,
+    max_bytes: int = DEFAULT_THRESHOLD_FILE_BYTES,
 ) -> RebaselineResult:
     """Apply ``command`` to PR ``number``: commit, suggest, or (dry run) nothing."""
     pull = gh.pull(repo, number)
@@ -134,6 +138,7 @@ def rebaseline(
         by=by,
         today=today or datetime.now(UTC).date(),
         remote_history=remote_history,
+        max_bytes=max_bytes,
     )
     if command.dry_run or not result.changed:
         return result

@@ -62,7 +62,15 @@ def run_rebaseline(
         )
         return
     try:
-        result = rebaseline(gh, repo, number, command, by=sender, remote_history=ctx.history)
+        result = rebaseline(
+            gh,
+            repo,
+            number,
+            command,
+            by=sender,
+            remote_history=ctx.history,
+            max_bytes=ctx.settings.max_threshold_file_bytes,
+        )
     except (RebaselineError, GitHubPermanentError) as exc:
         reason = str(exc) if isinstance(exc, RebaselineError) else f"GitHub refused: {escape(exc)}"
         reply(ctx, gh, repo, number, key, f"**/rebaseline** did not run: {reason}.")
