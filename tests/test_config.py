@@ -72,12 +72,12 @@ def test_shorthands() -> None:
         (
             "files:\n  - path: a.yaml\n    gates:\n      - {key: a, metric: m, op: =>}\n",
             4,
-            "files.0.gates.0.op: Input should be '>=', '>', '<=' or '<'",
+            "files.0.gates.0.op: Input should be '>=', '>', '<=', '<' or '=='",
         ),
         (
             "files:\n  - path: a.yaml\n    gates:\n      - {key: a, metric: m}\n",
             4,
-            "files.0.gates.0.op: Field required",
+            "files.0.gates.0.op: a limit gate needs an op",
         ),
         ("sources:\n  a: {kind: file}\n", 1, "source 'a': a file source needs 'path'"),
         ("sources:\n  a: {kind: mlflow}\n", 1, "an mlflow source needs 'experiment'"),

@@ -70,14 +70,74 @@ class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
 
-class GateDecl(_Strict):
-    """A gate in a YAML / JSON / TOML file: the key path of its literal."""
+GateKindName = Literal["limit", "reference"]
+SidesName = Literal["lower", "upper", "both"]
 
-    key: str  # dotted key path, e.g. "gsm8k.eval.acc_min"; list items as numbers
-    metric: str
-    op: Op
-    name: str | None = None  # defaults to the key path
+
+class ToleranceDecl(_Strict):
+    """A reference gate's tolerance: each part a number, or the key holding it in the
+    threshold file (looked up beside the gate's literal, then at the file's top level)."""
+
+    rel: float | str | None = None
+    abs: float | str | None = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _bare_number(cls, value: object) -> object:
+        if isinstance(value, int | float) and not isinstance(value, bool):
+            return {"rel": value}  # "tolerance: 0.08" is relative
+        return value
+
+
+class CoupledDecl(_Strict):
+    """A literal derived from the gate's: ``key``'s literal = ``factor`` x the gate's value
+    (``key`` beside the gate's literal, else from the file's top level)."""
+
+    key: str
+    factor: float = Field(gt=0)
+
+
+class GateDecl(_Strict):
+    """Gates in a YAML / JSON / TOML file (or a variable of a shell script) by key path.
+
+    ``key`` is a path (``a.b.0.c``) or a pattern: ``*`` one level, ``**`` any depth,
+    ``list[field=value]`` a list item by a field (docs/threshold-files.md).  ``metric`` may
+    name parts of the match: ``{1}`` (what the first wildcard matched), ``{key}`` (the
+    literal's key), ``{.field}`` (a sibling field); ``metric_from`` is ``{.FIELD}``.
+    """
+
+    key: str  # dotted key path or pattern, e.g. "gsm8k.eval.acc_min", "models.*.min_al"
+    metric: str | None = None
+    metric_from: str | None = None  # the sibling field holding the metric name
+    op: Op | None = None  # limit gates; a reference's ``sides`` default to both
+    kind: GateKindName | None = None  # default: the file's, else "limit"
+    tolerance: ToleranceDecl | None = None  # reference gates; default: the file's
+    sides: SidesName | None = None
+    name: str | None = None  # defaults to the key path of each match
     source: str | None = None  # a name in ``sources``; defaults to the file's / config's
+    ignore: bool = False  # a placeholder: shown apart, never judged
+    coupled: tuple[CoupledDecl, ...] = ()
+
+    @model_validator(mode="after")
+    def _metric_named(self) -> GateDecl:
+        if self.metric is None and self.metric_from is None:
+            raise ValueError(f"gate {self.key!r}: give 'metric' or 'metric_from'")
+        if self.op == "==" and self.kind == "limit":
+            raise ValueError(f"gate {self.key!r}: op '==' is for reference gates")
+        return self
+
+
+class CsvDecl(_Strict):
+    """A CSV threshold table: a gate per row (``key`` column: its name and metric)."""
+
+    key: str  # the column naming the benchmark / metric
+    value: str  # the column holding the limit or reference
+    tolerance: str | None = None  # a column of tolerances (relative unless ``absolute``)
+    absolute: bool = False  # the tolerance column is absolute
+    kind: GateKindName = "reference"
+    op: Op | None = None  # limit tables: the operator
+    sides: SidesName | None = None
+    metric: str = "{key}"  # the metric, from the key column: "bench/{key}/time"
 
 
 class FileDecl(_Strict):
@@ -86,18 +146,34 @@ class FileDecl(_Strict):
     path: RepoPath = Field(min_length=1)  # a glob relative to the repository root, "ci/**/*.yaml"
     source: str | None = None
     gates: tuple[GateDecl, ...] = ()
+    kind: GateKindName | None = None  # default kind of the file's gates
+    tolerance: ToleranceDecl | None = None  # default tolerance of its reference gates
+    sides: SidesName | None = None
+    csv: CsvDecl | None = None
+    ignore: tuple[str, ...] = ()  # names of gates (or variables / keys) that are placeholders
+    metrics: dict[str, str] = Field(default_factory=dict)  # name in the file -> history key
 
     @model_validator(mode="before")
     @classmethod
     def _bare_glob(cls, value: object) -> object:
         return {"path": value} if isinstance(value, str) else value
 
+    @model_validator(mode="after")
+    def _limits_have_op(self) -> FileDecl:
+        for number, gate in enumerate(self.gates):
+            kind = gate.kind or self.kind or "limit"
+            if kind == "limit" and gate.op is None:
+                raise ValueError(f"gates.{number}.op: a limit gate needs an op (>=, >, <=, <)")
+            if kind == "limit" and gate.op == "==":
+                raise ValueError(f"gates.{number}.op: '==' is for reference gates")
+        return self
+
     @field_validator("gates")
     @classmethod
     def _unique_gates(cls, gates: tuple[GateDecl, ...]) -> tuple[GateDecl, ...]:
-        seen: set[tuple[str, str, str]] = set()
+        seen: set[tuple[str, str | None, str | None, str | None]] = set()
         for gate in gates:
-            key = (gate.name or gate.key, gate.metric, gate.op)
+            key = (gate.name or gate.key, gate.metric or gate.metric_from, gate.op, gate.kind)
             if key in seen:
                 raise ValueError(f"gate {key[0]!r} ({gate.metric} {gate.op}) is declared twice")
             seen.add(key)
@@ -121,9 +197,14 @@ class RepoConfig(_Strict):
     files: tuple[FileDecl, ...] = ()
     # globs of shell scripts to scan for gates; empty = every changed .sh/.bash file
     shell: tuple[RepoPath, ...] = ()
+    # globs of Python test files to scan; empty = changed test_*.py / *_test.py files
+    python: tuple[RepoPath, ...] = ()
+    # names as the threshold files write them -> history keys ("score": "eval/gsm8k/score")
+    metrics: dict[str, str] = Field(default_factory=dict)
+    tolerance: ToleranceDecl | None = None  # default tolerance of every reference gate
     permissions: PermissionSettings = Field(default_factory=PermissionSettings)
 
-    @field_validator("shell", mode="before")
+    @field_validator("shell", "python", mode="before")
     @classmethod
     def _one_glob(cls, value: object) -> object:
         return [value] if isinstance(value, str) else value
@@ -204,6 +285,8 @@ def _error_message(err: ErrorDetails) -> str:
     message = err["msg"].removeprefix("Value error, ")
     if where and message.startswith(f"{where}."):  # the check named a deeper key
         return message
+    if where and message.startswith("gates."):  # a file entry's check names its gate
+        return f"{where}.{message}"
     return f"{where}: {message}" if where else message
 
 
@@ -214,6 +297,8 @@ def _location(err: ErrorDetails) -> Sequence[int | str]:
     where = ".".join(str(p) for p in err["loc"])
     if named and (not where or named[1].startswith(f"{where}.")):
         return [int(p) if p.isdigit() else p for p in named[1].split(".")]
+    if named and named[1].startswith("gates."):  # a file entry's check names its gate
+        return [*err["loc"], *(int(p) if p.isdigit() else p for p in named[1].split("."))]
     return err["loc"]
 
 

@@ -21,7 +21,12 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from bot.core.formatting import percent
 
-Op = Literal[">=", ">", "<=", "<"]
+Op = Literal[">=", ">", "<=", "<", "=="]
+"""``==`` only for a two-sided reference gate: ``|x - reference| <= tolerance``."""
+GateKind = Literal["limit", "reference"]
+Sides = Literal["lower", "upper", "both"]
+Aggregation = Literal["last", "mean", "median", "min", "max"]
+ReferenceStatistic = Literal["median", "mean"]
 RunState = Literal["finished", "failed", "crashed", "killed", "running"]
 Verdict = Literal[
     "ok", "too_tight", "looser_than_rule", "unchanged", "unchanged_failing", "no_data"
@@ -60,6 +65,8 @@ class Run(Frozen):
     commit: str | None = None
     tags: tuple[str, ...] = ()
     summary: dict[str, float] = Field(default_factory=dict)
+    # per-step values of some metrics (golden curves, expressions): metric -> step -> value
+    series: dict[str, dict[int, float]] = Field(default_factory=dict)
 
     @field_validator("created_at")
     @classmethod
@@ -163,8 +170,64 @@ class DeclaredSource(Frozen):
 # --------------------------------------------------------------------------- gates
 
 
+class Span(Frozen):
+    """A numeric literal in a file: its text exactly as written (without quotes) and where."""
+
+    literal: str
+    start: int  # character offset of the literal in the file text
+    end: int  # offset one past the literal
+    line: int  # 1-based line of the literal
+
+
+class Tolerance(Frozen):
+    """A reference gate's tolerance: ``abs + rel * |reference|`` (either may be absent).
+
+    ``rel_span`` / ``abs_span``: where each is written in the threshold file, when it is
+    (``/rebaseline --tolerance`` rewrites them); None when it comes from the config.
+    """
+
+    rel: float | None = None
+    abs: float | None = None
+    rel_span: Span | None = None
+    abs_span: Span | None = None
+
+    def margin(self, reference: float) -> float:
+        """How far from ``reference`` a run may be: ``abs + rel * |reference|``."""
+        return (self.abs or 0.0) + (self.rel or 0.0) * abs(reference)
+
+    def describe(self) -> str:
+        """``±8%``, ``±0.01``, ``±(0.01 + 8%)``."""
+        rel = f"{self.rel * 100:g}%" if self.rel is not None else None
+        absolute = f"{self.abs:g}" if self.abs is not None else None
+        if rel and absolute:
+            return f"±({absolute} + {rel})"
+        return f"±{rel or absolute or '0'}"
+
+
+class CurvePoint(Frozen):
+    """One step of a golden curve: the reference value at ``step`` and its literal."""
+
+    step: int
+    value: float | None  # None: the golden value is "nan" (the step is not checked)
+    span: Span
+
+
+class Coupled(Frozen):
+    """A literal derived from a gate's: ``literal = factor * gate's value`` (``min_al`` =
+    0.95 x ``ref_al``). ``/rebaseline`` rewrites it together with the gate's."""
+
+    name: str
+    factor: float
+    span: Span
+
+
 class Gate(Frozen):
-    """One threshold: a named numeric literal in a file, bound to a metric and operator."""
+    """One threshold: a named numeric literal in a file, bound to a metric and operator.
+
+    ``kind`` ``limit``: ``metric op value``.  ``kind`` ``reference``: ``value`` is a reference
+    and runs must lie within ``tolerance`` of it, below it only (``op`` ``>=``, sides
+    ``lower``), above it only (``<=``, ``upper``) or on both sides (``==``, ``both``).
+    """
 
     name: str
     file: str
@@ -177,11 +240,35 @@ class Gate(Frozen):
     end: int  # offset one past the literal
     source: SourceSpec | None = None
     declared: DeclaredSource | None = None  # what the file or config names, and where
+    kind: GateKind = "limit"
+    tolerance: Tolerance | None = None  # reference gates (None: no tolerance, exact)
+    # a golden curve: the reference per step (``value``/``literal``: the last checked step)
+    points: tuple[CurvePoint, ...] = ()
+    # how the CI reduces a per-step series to the compared value (``median(data["x"])``);
+    # ``last_steps``: only the last N steps (``[-5:]``).  None: the run's summary value.
+    aggregation: Aggregation | None = None
+    last_steps: int | None = None
+    context: str = ""  # where the gate is checked, e.g. "test_accuracy" in a Python test
+    ignored: str = ""  # why the gate is a placeholder (``# threshold-bot: ignore``): not judged
+    coupled: tuple[Coupled, ...] = ()
+    pattern: str = ""  # the config pattern that declared it (``files.0.gates.1``), if any
 
     @property
     def is_lower_bound(self) -> bool:
-        """True for ``>=``/``>`` gates: runs must stay above the limit."""
+        """True for ``>=``/``>`` gates: runs must stay above the limit (or the band's floor)."""
         return self.op in LOWER_BOUND_OPS
+
+    @property
+    def sides(self) -> Sides:
+        """Which side of the limit or band fails: ``lower`` (``>=``, ``>``), ``upper``, ``both``."""
+        if self.op == "==":
+            return "both"
+        return "lower" if self.is_lower_bound else "upper"
+
+    @property
+    def span(self) -> Span:
+        """The gate's literal and where it is."""
+        return Span(literal=self.literal, start=self.start, end=self.end, line=self.line)
 
 
 COMPARISONS: dict[str, Callable[[Any, Any], Any]] = {
@@ -189,6 +276,7 @@ COMPARISONS: dict[str, Callable[[Any, Any], Any]] = {
     ">": operator.gt,
     "<=": operator.le,
     "<": operator.lt,
+    "==": operator.eq,
 }
 """``value op limit`` for each operator: on floats, or element-wise on numpy arrays."""
 
@@ -199,13 +287,15 @@ def passes(value: float, op: Op, limit: float) -> bool:
 
 
 class UnboundVariable(Frozen):
-    """A numeric assignment that no comparison uses: reported, never guessed."""
+    """A numeric literal next to a metric-like name that no gate binds: reported with the
+    reason, never guessed; ``config`` holds the config lines that would declare it."""
 
     name: str
     file: str
     line: int
     literal: str
     reason: str
+    config: str = ""  # YAML for .github/threshold-bot.yml (empty: no suggestion)
 
 
 class ThresholdFile(Frozen):
@@ -297,6 +387,7 @@ class RuleSettings(Frozen):
     window: WindowSpec = Field(default_factory=WindowSpec)
     significant_digits: int = Field(default=2, ge=1, le=12)
     failure_lookback: int = Field(default=30, ge=1)
+    reference: ReferenceStatistic = "median"  # what a reference gate's rule recomputes
 
     @field_validator("allowance")
     @classmethod
@@ -338,6 +429,13 @@ class WindowInfo(Frozen):
     last: datetime | None = None
 
 
+class Band(Frozen):
+    """Where a reference gate passes runs: ``band_low <= x <= band_high`` (None: open side)."""
+
+    band_low: float | None = None
+    band_high: float | None = None
+
+
 class GateReview(Frozen):
     """The analysis of one gate (docs/json-review.md, plus explanatory fields)."""
 
@@ -370,6 +468,20 @@ class GateReview(Frozen):
     closest_keys: tuple[str, ...] = ()  # without data: the history's keys closest to metric
     # the source the PR names for this gate instead of the base's: not read until approved
     proposed_source: str = ""
+    # reference gates (``kind`` "reference"): old / proposed / recomputed are references
+    kind: GateKind = "limit"
+    reference: float | None = None  # the proposed reference
+    tolerance: Tolerance | None = None
+    sides: Sides = "lower"
+    old_band: Band | None = None
+    proposed_band: Band | None = None
+    recomputed_band: Band | None = None
+    # the tolerance the rule would need for the band around ``recomputed`` to hold the window
+    recomputed_tolerance: Tolerance | None = None
+    worst_step: int | None = None  # golden curves: the step farthest outside (or nearest) the band
+    aggregation: str = ""  # e.g. "median of the last 5 steps"
+    context: str = ""  # e.g. the test function
+    ignored: str = ""  # a placeholder: shown apart, never judged
 
 
 class Regime(Frozen):

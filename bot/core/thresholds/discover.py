@@ -23,9 +23,14 @@ from pathlib import PurePosixPath
 
 from bot.core.bounded import LinearPattern, compile_linear
 from bot.core.config import FileDecl, GateDecl, RepoConfig
-from bot.core.models import DeclaredSource, Gate, SourceSpec, ThresholdFile
+from bot.core.models import DeclaredSource, Gate, SourceSpec, ThresholdFile, Tolerance
+from bot.core.thresholds.curves import parse_curves
+from bot.core.thresholds.detect import detect_structured
+from bot.core.thresholds.expressions import structured_expressions
+from bot.core.thresholds.python import PYTHON_SUFFIXES, is_test_file, parse_python
 from bot.core.thresholds.shell import SHELL_SUFFIXES, declared_gate, is_shell_script, parse_shell
-from bot.core.thresholds.structured import parse_structured
+from bot.core.thresholds.structured import STRUCTURED_SUFFIXES, TOML_SUFFIXES, parse_structured
+from bot.core.thresholds.tables import TABLE_SUFFIXES, parse_table
 
 
 def _char_class(body: str) -> str | None:
@@ -81,19 +86,6 @@ def glob_match(pattern: str, path: str) -> bool:
     return _glob_regex(pattern).fullmatch(path.removeprefix("./")) is not None
 
 
-def is_candidate(path: str, config: RepoConfig) -> bool:
-    """Whether a changed file may hold gates and should be read.
-
-    True for files matching a ``files:`` or ``shell:`` glob, and, without ``shell:`` globs,
-    for every ``.sh`` / ``.bash`` file (an extensionless script needs a ``shell:`` glob).
-    """
-    if any(glob_match(d.path, path) for d in config.files):
-        return True
-    if config.shell:
-        return any(glob_match(g, path) for g in config.shell)
-    return PurePosixPath(path).suffix.lower() in SHELL_SUFFIXES
-
-
 Resolved = tuple[SourceSpec | None, DeclaredSource | None]
 """A gate's history source and where it is named (both None: no source)."""
 
@@ -135,18 +127,84 @@ def _with_source(gate: Gate, resolved: Resolved) -> Gate:
     return gate.model_copy(update={"source": resolved[0], "declared": resolved[1]})
 
 
+def _declared_source(
+    config: RepoConfig,
+    where: str,
+    decls: list[tuple[int, FileDecl]],
+    named_in_file: ThresholdFile | None,
+) -> Resolved:
+    """The source of the gate declared at ``files.N.gates.M`` (its ``pattern``): its own,
+    else its file entry's, else the other matching entries', else the file's."""
+    match = re.fullmatch(r"files\.(\d+)\.gates\.(\d+)", where)
+    if match is None:
+        return resolve_source(config, None, decls, named_in_file)
+    index = int(match[1])
+    decl = config.files[index]
+    own = (where, decl.gates[int(match[2])])
+    return resolve_source(config, own, [(index, decl), *decls], named_in_file)
+
+
+def _metric_names(config: RepoConfig, decls: list[tuple[int, FileDecl]]) -> dict[str, str]:
+    """Names as the file writes them -> history keys: the config's, then the files' entries."""
+    names = dict(config.metrics)
+    for _, decl in reversed(decls):
+        names.update(decl.metrics)
+    return names
+
+
+def _default_tolerance(config: RepoConfig, decls: list[tuple[int, FileDecl]]) -> Tolerance | None:
+    """The numeric tolerance the config sets for the file's reference gates (first entry
+    naming one, else the config's ``tolerance``); keys naming file values are the parsers'."""
+    chosen = next((d.tolerance for _, d in decls if d.tolerance is not None), config.tolerance)
+    if chosen is None:
+        return None
+    rel = chosen.rel if isinstance(chosen.rel, float | int) else None
+    absolute = chosen.abs if isinstance(chosen.abs, float | int) else None
+    if rel is None and absolute is None:
+        return None
+    return Tolerance(rel=rel, abs=absolute)
+
+
+def _finish(
+    found: ThresholdFile,
+    config: RepoConfig,
+    decls: list[tuple[int, FileDecl]],
+    named_in_file: ThresholdFile | None = None,
+) -> ThresholdFile:
+    """What every shape shares: each gate's source (by the precedence above), names mapped
+    to history keys, placeholders the config lists, and the config's default tolerance."""
+    names = _metric_names(config, decls)
+    ignored = {name for _, d in decls for name in d.ignore}
+    tolerance = _default_tolerance(config, decls)
+    file_source = resolve_source(config, None, decls, named_in_file)
+    gates = []
+    for gate in found.gates:
+        resolved = (
+            _declared_source(config, gate.pattern, decls, named_in_file)
+            if gate.pattern
+            else file_source
+        )
+        update: dict[str, object] = {"metric": names.get(gate.metric, gate.metric)}
+        if gate.name in ignored and not gate.ignored:
+            update["ignored"] = "listed under 'ignore' in the config"
+        if gate.kind == "reference" and gate.tolerance is None and tolerance is not None:
+            update["tolerance"] = tolerance
+        gates.append(_with_source(gate.model_copy(update=update), resolved))
+    return found.model_copy(
+        update={"gates": tuple(gates), "source": file_source[0], "declared": file_source[1]}
+    )
+
+
 def _structured(
     path: str, text: str, config: RepoConfig, decls: list[tuple[int, FileDecl]]
 ) -> ThresholdFile:
+    """Declared gates (by key path or pattern), one per match, first declaration winning."""
     gates: dict[tuple[str, str, str], Gate] = {}
     for index, decl in decls:
-        parsed = parse_structured(path, text, decl)
-        for number, (gate, gate_decl) in enumerate(zip(parsed.gates, decl.gates, strict=True)):
-            where = (f"files.{index}.gates.{number}", gate_decl)
-            resolved = resolve_source(config, where, [(index, decl), *decls], None)
-            gates.setdefault((gate.name, gate.metric, gate.op), _with_source(gate, resolved))
-    source, declared = resolve_source(config, None, decls, None)
-    return ThresholdFile(path=path, gates=tuple(gates.values()), source=source, declared=declared)
+        for number, gate in parse_structured(path, text, decl, config):
+            tagged = gate.model_copy(update={"pattern": f"files.{index}.gates.{number}"})
+            gates.setdefault((gate.name, gate.metric, gate.op), tagged)
+    return ThresholdFile(path=path, gates=tuple(gates.values()))
 
 
 def _shell(
@@ -154,38 +212,94 @@ def _shell(
 ) -> ThresholdFile:
     parsed = parse_shell(path, text)
     declared_gates = [
-        (index, decl, number, g) for index, decl in decls for number, g in enumerate(decl.gates)
+        (index, number, g) for index, decl in decls for number, g in enumerate(decl.gates)
     ]
-    overridden = {g.key for _, _, _, g in declared_gates}
+    overridden = {g.key for _, _, g in declared_gates}
     gates: list[Gate] = []
-    for index, decl, number, gate_decl in declared_gates:
+    for index, number, gate_decl in declared_gates:
         name = gate_decl.name or gate_decl.key
-        gate = declared_gate(path, text, name, gate_decl.key, gate_decl.metric, gate_decl.op)
-        where = (f"files.{index}.gates.{number}", gate_decl)
-        resolved = resolve_source(config, where, [(index, decl), *decls], parsed)
-        gates.append(_with_source(gate, resolved))
-    file_source = resolve_source(config, None, decls, parsed)
-    gates += [_with_source(g, file_source) for g in parsed.gates if g.name not in overridden]
+        metric = gate_decl.metric or gate_decl.key
+        gate = declared_gate(path, text, name, gate_decl.key, metric, gate_decl.op or ">=")
+        gates.append(gate.model_copy(update={"pattern": f"files.{index}.gates.{number}"}))
+    gates += [g for g in parsed.gates if g.name not in overridden]
     gates.sort(key=lambda g: (g.start, g.name))
     unbound = tuple(u for u in parsed.unbound if u.name not in overridden)
-    return ThresholdFile(
-        path=path,
-        gates=tuple(gates),
-        unbound=unbound,
-        source=file_source[0],
-        declared=file_source[1],
-        notes=parsed.notes,
+    found = parsed.model_copy(update={"gates": tuple(gates), "unbound": unbound})
+    return _finish(found, config, decls, parsed)
+
+
+def _python_listed(path: str, config: RepoConfig) -> bool:
+    if config.python:
+        return any(glob_match(g, path) for g in config.python)
+    return is_test_file(path)
+
+
+def is_candidate(path: str, config: RepoConfig) -> bool:
+    """Whether a changed file may hold gates and should be read.
+
+    True for files matching a ``files:``, ``shell:`` or ``python:`` glob; without
+    ``shell:`` globs for every ``.sh`` / ``.bash`` file (an extensionless script needs a
+    ``shell:`` glob); without ``python:`` globs for Python test files (``test_*.py``,
+    ``*_test.py``, ``conftest.py``).
+    """
+    if any(glob_match(d.path, path) for d in config.files):
+        return True
+    suffix = PurePosixPath(path).suffix.lower()
+    if suffix in PYTHON_SUFFIXES:
+        return _python_listed(path, config)
+    if config.shell:
+        return any(glob_match(g, path) for g in config.shell)
+    return suffix in SHELL_SUFFIXES
+
+
+def _other(
+    path: str, text: str, config: RepoConfig, decls: list[tuple[int, FileDecl]]
+) -> ThresholdFile | None:
+    """A Python test, a CSV table or a YAML / JSON / TOML file: its gates and hints."""
+    suffix = PurePosixPath(path).suffix.lower()
+    named = bool(decls)
+    found: ThresholdFile | None = None
+    if suffix in PYTHON_SUFFIXES:
+        found = parse_python(path, text)
+    elif suffix in TABLE_SUFFIXES:
+        table = next((d.csv for _, d in decls if d.csv is not None), None)
+        found = parse_table(path, text, table)
+    elif suffix in STRUCTURED_SUFFIXES:
+        if any(d.gates for _, d in decls):
+            found = _structured(path, text, config, decls)
+        else:
+            found = parse_curves(path, text) or detect_structured(path, text, named=named)
+        if suffix not in TOML_SUFFIXES:
+            found = _merged(found, structured_expressions(path, text))
+    elif named:
+        found = ThresholdFile(path=path)
+    if found is None or not (found.gates or found.unbound or named):
+        return None
+    return _finish(found, config, decls)
+
+
+def _merged(first: ThresholdFile | None, second: ThresholdFile) -> ThresholdFile | None:
+    """Both files' gates and hints; a gate on a literal already bound is the first's."""
+    if first is None:
+        return second if second.gates or second.unbound else None
+    spans = {(g.start, g.end) for g in first.gates}
+    extra = tuple(g for g in second.gates if (g.start, g.end) not in spans)
+    return first.model_copy(
+        update={"gates": first.gates + extra, "unbound": first.unbound + second.unbound}
     )
 
 
 def find_gates(path: str, text: str, config: RepoConfig) -> ThresholdFile | None:
     """The gates of one file, or None when it is not a threshold file.
 
-    A YAML / JSON / TOML file (or any non-shell file) gets the gates its ``files:`` entries
-    declare; a shell script (matched by ``shell:``, or any shell script without ``shell:``
-    globs, or one named in ``files:``) gets its discovered gates plus declared ones.  A file
-    the config does not name and in which nothing is bound gives None.  Raises
-    ``ThresholdFileError`` for a declared gate that cannot be found.
+    A shell script (matched by ``shell:``, or any shell script without ``shell:`` globs, or
+    one named in ``files:``) gets its discovered gates plus declared ones; a Python file its
+    asserts (docs/threshold-files.md); a CSV file its table's rows; a YAML / JSON / TOML file
+    the gates its ``files:`` entries declare, else the shapes recognised without
+    configuration (golden curves, accuracy lists, expression strings).  A file the config
+    does not name in which nothing is found gives None; one it names gives a
+    ``ThresholdFile`` with its hints.  Raises ``ThresholdFileError`` for a file that cannot
+    be read as its shape, or a declared gate (or pattern) that matches nothing.
     """
     decls = [(i, d) for i, d in enumerate(config.files) if glob_match(d.path, path)]
     listed = any(glob_match(g, path) for g in config.shell)
@@ -193,9 +307,4 @@ def find_gates(path: str, text: str, config: RepoConfig) -> ThresholdFile | None
     if listed or (shell and (decls or not config.shell)):
         found = _shell(path, text, config, decls)
         return found if found.gates or decls or listed else None
-    if any(d.gates for _, d in decls):
-        return _structured(path, text, config, decls)
-    if decls:
-        source, declared = resolve_source(config, None, decls, None)
-        return ThresholdFile(path=path, source=source, declared=declared)
-    return None
+    return _other(path, text, config, decls)

@@ -36,8 +36,8 @@ from tomlkit.exceptions import TOMLKitError
 from tomlkit.items import Float, Integer, String
 
 from bot.core.bounded import MAX_DIGITS, BoundedLoader, json_bounds, yaml_problem
-from bot.core.config import FileDecl, GateDecl
-from bot.core.models import Gate, ThresholdFile
+from bot.core.config import FileDecl, GateDecl, RepoConfig
+from bot.core.models import Gate
 from bot.core.thresholds.errors import ThresholdFileError
 
 YAML_SUFFIXES = frozenset({".yaml", ".yml"})
@@ -224,8 +224,11 @@ def _locate(path: str, text: str, parts: list[str], tree: Any) -> Scalar:
     return node
 
 
-def parse_structured(path: str, text: str, decl: FileDecl) -> ThresholdFile:
-    """The declared gates of a YAML / JSON / TOML file; ``ThresholdFileError`` if one is missing."""
+def parse_structured(
+    path: str, text: str, decl: FileDecl, config: RepoConfig
+) -> list[tuple[int, Gate]]:
+    """The gates ``decl`` declares in a YAML / JSON / TOML file, each with the index of its
+    ``GateDecl``; ``ThresholdFileError`` if one is missing."""
     suffix = PurePosixPath(path).suffix.lower()
     if suffix not in STRUCTURED_SUFFIXES:
         raise ThresholdFileError(
@@ -234,8 +237,7 @@ def parse_structured(path: str, text: str, decl: FileDecl) -> ThresholdFile:
     tree = _yaml_locator(path, text) if suffix in YAML_SUFFIXES else None
     if suffix in JSON_SUFFIXES:
         tree = _json_locator(path, text)
-    gates = [_gate(path, text, suffix, gate, tree) for gate in decl.gates]
-    return ThresholdFile(path=path, gates=tuple(gates))
+    return [(i, _gate(path, text, suffix, gate, tree)) for i, gate in enumerate(decl.gates)]
 
 
 def _gate(path: str, text: str, suffix: str, decl: GateDecl, tree: Any) -> Gate:
@@ -254,8 +256,8 @@ def _gate(path: str, text: str, suffix: str, decl: GateDecl, tree: Any) -> Gate:
         name=decl.name or decl.key,
         file=path,
         line=text.count("\n", 0, start) + 1,
-        metric=decl.metric,
-        op=decl.op,
+        metric=decl.metric or decl.key,
+        op=decl.op or ">=",
         value=float(literal.replace("_", "")),
         literal=literal,
         start=start,
