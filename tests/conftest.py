@@ -7,6 +7,8 @@ from pathlib import Path
 import pytest
 
 pytest_plugins = ["tests.fakes.pytest_plugin"]
+# threshold files written as test modules (tests/fixtures/gates): data, not tests
+collect_ignore_glob = ["fixtures/*"]
 
 ROOT = Path(__file__).resolve().parent.parent
 # Real webhook payloads, REST examples and the trimmed OpenAPI description (see SOURCES.md there).

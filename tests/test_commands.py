@@ -5,6 +5,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from bot.core.commands import (
+    HELP_TEXT,
     MAX_COMMANDS,
     Command,
     CommandProblem,
@@ -129,3 +130,13 @@ def test_parser_never_raises(body: str) -> None:
     parsed = parse_comment(body)
     for cmd in parsed.commands:
         assert cmd.kind in ("rebaseline", "help", "retry")
+
+
+def test_tolerance_option() -> None:
+    cmd = only("/rebaseline GSM8K_ACC_REF --tolerance --dry-run")
+    assert cmd.tolerance and cmd.dry_run and cmd.gates == ("GSM8K_ACC_REF",)
+    assert not only("/rebaseline").tolerance
+    assert "`/rebaseline --tolerance`" in HELP_TEXT
+    [problem] = parse_comment("/rebaseline --tolerance=12%").problems
+    assert "unknown option `--tolerance=12%`" in problem.message
+    assert "`--tolerance`" in problem.message  # the options the message lists

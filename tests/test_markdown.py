@@ -11,7 +11,16 @@ from hypothesis import strategies as st
 from markdown_it import MarkdownIt
 from markdown_it.token import Token
 
-from bot.core.render.markdown import Markdown, code, escape, join, link, safe_url, truncate
+from bot.core.render.markdown import (
+    Markdown,
+    code,
+    escape,
+    fenced,
+    join,
+    link,
+    safe_url,
+    truncate,
+)
 
 MD = MarkdownIt("commonmark", {"html": True}).enable(["table", "strikethrough"])
 BREAKS = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]+")
@@ -127,3 +136,43 @@ def test_truncate_cuts_at_a_line_and_closes_details() -> None:
     kept_rows = [line for line in cut.splitlines() if line.startswith("| row")]
     assert kept_rows and all(line.endswith(" |") for line in kept_rows)
     assert truncate("short", 2000, "*truncated*") == "short"
+
+
+FENCE_UNSAFE = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
+
+
+@settings(max_examples=300)
+@given(st.text(alphabet=st.sampled_from("`~\n\r\t ab<>@#|*-_\\\u202e\u2028"), max_size=200))
+def test_fenced_text_is_one_code_block_whatever_it_holds(text: str) -> None:
+    block = fenced(text, "yaml")
+    after = _blocks(f"{block}\n\nafter the block\n")
+    assert [t.type for t in after][:2] == ["fence", "paragraph_open"]
+    assert after[0].info == "yaml"
+    # exactly the text, without the characters that could reorder or break lines
+    assert after[0].content.rstrip("\n") == FENCE_UNSAFE.sub("", text.replace("\r\n", "\n")).rstrip(
+        "\n"
+    )
+    assert after[2].content == "after the block"
+
+
+def test_fence_is_longer_than_any_backtick_run() -> None:
+    config = 'key: "````"\nother: ``` closing?\n```'
+    block = fenced(config, "yaml")
+    assert block.startswith("`````yaml\n") and block.endswith("\n`````")
+    [fence] = [t for t in _blocks(block) if t.type == "fence"]
+    assert fence.content == config + "\n"
+    assert fenced("x" * 50, limit=10) == "```\nxxxxxxxxx…\n```"
+
+
+def test_truncate_closes_an_open_code_block_then_details() -> None:
+    config = "\n".join(f"key_{i}: {i}  # <details>" for i in range(400))
+    text = f"<details><summary>hints</summary>\n\n{fenced(config, 'yaml')}\n\n</details>\n"
+    cut = truncate(text, 3000, "*truncated*")
+    assert len(cut) <= 3000 and cut.endswith("*truncated*")
+    tokens = _blocks(cut)
+    types = [t.type for t in tokens]
+    assert types.count("fence") == 1
+    # the notice is a paragraph after the closed block, and the details block is closed
+    assert tokens[-2].content == "*truncated*" and tokens[-3].type == "paragraph_open"
+    assert cut.count("<details>") - cut.count("# <details>") == 1
+    assert "\n</details>\n" in cut.split("`" * 3)[-1]

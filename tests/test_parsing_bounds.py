@@ -13,11 +13,18 @@ import pytest
 
 from bot.adapters.history.mlflow_source import wanted
 from bot.core.bounded import MAX_DEPTH, MAX_DIGITS, MAX_PATTERN
-from bot.core.config import CONFIG_PATH, ConfigError, FileDecl, GateDecl, parse_config
+from bot.core.config import (
+    CONFIG_PATH,
+    ConfigError,
+    FileDecl,
+    GateDecl,
+    RepoConfig,
+    parse_config,
+)
 from bot.core.history.formats import parse_csv, parse_jsonl, select_runs
 from bot.core.history.names import name_filter
 from bot.core.history.sources import BadHistory
-from bot.core.models import History, Run, SourceSpec
+from bot.core.models import Gate, History, Run, SourceSpec
 from bot.core.thresholds.discover import find_gates, glob_match
 from bot.core.thresholds.errors import ThresholdFileError
 from bot.core.thresholds.shell import declared_gate, parse_shell
@@ -27,6 +34,11 @@ from bot.core.thresholds.structured import MAX_TOML_CHARS, parse_structured
 
 def decl(key: str = "a") -> FileDecl:
     return FileDecl(path="x", gates=(GateDecl(key=key, metric="m", op=">="),))
+
+
+def gates_of(path: str, text: str, decl: FileDecl) -> list[Gate]:
+    """The gates ``decl`` declares in the file, without their declarations' indices."""
+    return [gate for _, gate in parse_structured(path, text, decl, RepoConfig())]
 
 
 def laughs(levels: int = 9) -> str:
@@ -47,7 +59,7 @@ def laughs(levels: int = 9) -> str:
 )
 def test_yaml_aliases_are_refused_in_threshold_files(text: str, line: int, alias: str) -> None:
     with pytest.raises(ThresholdFileError) as err:
-        parse_structured("ci/t.yaml", text, decl())
+        gates_of("ci/t.yaml", text, decl())
     assert str(err.value) == f"ci/t.yaml:{line}: not valid YAML: aliases (*{alias}) are not allowed"
 
 
@@ -60,7 +72,7 @@ def test_yaml_aliases_are_refused_in_the_config() -> None:
 
 
 def test_anchors_without_aliases_are_fine() -> None:
-    (gate,) = parse_structured("t.yaml", "b: &keep\n  a: 0.5\n", decl("b.a")).gates
+    (gate,) = gates_of("t.yaml", "b: &keep\n  a: 0.5\n", decl("b.a"))
     assert (gate.value, gate.line) == (0.5, 2)
     assert parse_config("rule: &r {allowance: 0.25}\n").rule.allowance == 0.25
 
@@ -68,7 +80,7 @@ def test_anchors_without_aliases_are_fine() -> None:
 def test_yaml_nesting_is_limited() -> None:
     deep = "a: " + "[" * 100_000
     with pytest.raises(ThresholdFileError) as err:
-        parse_structured("t.yaml", deep, decl())
+        gates_of("t.yaml", deep, decl())
     assert str(err.value) == f"t.yaml:1: not valid YAML: nested more than {MAX_DEPTH} levels deep"
     with pytest.raises(ConfigError) as config_err:
         parse_config("rule:\n  window: " + "{a: " * 100_000)
@@ -78,7 +90,7 @@ def test_yaml_nesting_is_limited() -> None:
     # MAX_DEPTH levels, the top mapping included, are read
     keys = [f"k{i}" for i in range(MAX_DEPTH - 1)]
     text = "".join(f"{'  ' * i}{k}:\n" for i, k in enumerate(keys)) + "  " * len(keys) + "a: 2\n"
-    (gate,) = parse_structured("t.yaml", text, decl(".".join([*keys, "a"]))).gates
+    (gate,) = gates_of("t.yaml", text, decl(".".join([*keys, "a"])))
     assert (gate.value, gate.line) == (2.0, MAX_DEPTH)
 
 
@@ -96,7 +108,7 @@ def test_yaml_integers_and_bad_scalars_in_the_config_are_errors_with_lines() -> 
 def test_a_huge_yaml_literal_is_refused_and_shown_short() -> None:
     digits = "1" * 5000
     with pytest.raises(ThresholdFileError) as err:
-        parse_structured("t.yaml", f"b: 1\na: {digits}\n", decl())
+        gates_of("t.yaml", f"b: 1\na: {digits}\n", decl())
     shown = repr(digits[:60] + "…")
     assert str(err.value) == f"t.yaml:2: a: {shown} has more than {MAX_DIGITS} digits"
 
@@ -107,42 +119,40 @@ def test_a_huge_yaml_literal_is_refused_and_shown_short() -> None:
 def test_deep_json_is_refused_with_its_line() -> None:
     text = '{"a": 1,\n "b": ' + "[" * 100_000
     with pytest.raises(ThresholdFileError) as err:
-        parse_structured("t.json", text, decl())
+        gates_of("t.json", text, decl())
     assert str(err.value) == f"t.json:2: not valid JSON: nested more than {MAX_DEPTH} levels deep"
     # brackets inside strings do not count; MAX_DEPTH levels are read
     inner = '{"a": 3, "s": "' + "[" * 500 + '"}'
     text = '{"n": ' * (MAX_DEPTH - 1) + inner + "}" * (MAX_DEPTH - 1)
-    (gate,) = parse_structured(
-        "t.json", text, decl(".".join(["n"] * (MAX_DEPTH - 1) + ["a"]))
-    ).gates
+    (gate,) = gates_of("t.json", text, decl(".".join(["n"] * (MAX_DEPTH - 1) + ["a"])))
     assert gate.value == 3.0
 
 
 def test_long_json_numbers_are_refused_with_their_line() -> None:
     text = '{\n  "b": "' + "9" * 5000 + '",\n  "a": ' + "1" * 5000 + "\n}"
     with pytest.raises(ThresholdFileError) as err:
-        parse_structured("t.json", text, decl())
+        gates_of("t.json", text, decl())
     assert str(err.value) == f"t.json:3: not valid JSON: a number of more than {MAX_DIGITS} digits"
-    (gate,) = parse_structured("t.json", '{"a": ' + "1" * MAX_DIGITS + "}", decl()).gates
+    (gate,) = gates_of("t.json", '{"a": ' + "1" * MAX_DIGITS + "}", decl())
     assert gate.value == float("1" * MAX_DIGITS)
 
 
 def test_toml_beyond_its_size_limit_is_refused() -> None:
     text = "a = 1\n" + "\n" * MAX_TOML_CHARS
     with pytest.raises(ThresholdFileError) as err:
-        parse_structured("t.toml", text, decl())
+        gates_of("t.toml", text, decl())
     assert str(err.value) == (
         f"t.toml: TOML threshold files are read up to {MAX_TOML_CHARS:,} characters; "
         f"this one has {len(text):,}"
     )
-    assert parse_structured("t.toml", text[: MAX_TOML_CHARS - 1], decl()).gates[0].value == 1.0
+    assert gates_of("t.toml", text[: MAX_TOML_CHARS - 1], decl())[0].value == 1.0
 
 
 def test_deep_toml_and_long_toml_integers_are_errors() -> None:
     with pytest.raises(ThresholdFileError, match=r"^t\.toml:1: not valid TOML: .*nested"):
-        parse_structured("t.toml", "a = " + "[" * 100_000, decl())
+        gates_of("t.toml", "a = " + "[" * 100_000, decl())
     with pytest.raises(ThresholdFileError, match=r"^t\.toml:1: not valid TOML: Invalid number"):
-        parse_structured("t.toml", "a = " + "1" * 5000, decl())
+        gates_of("t.toml", "a = " + "1" * 5000, decl())
 
 
 # --------------------------------------------------------------------------- history files

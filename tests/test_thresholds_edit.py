@@ -4,21 +4,27 @@ from __future__ import annotations
 
 import difflib
 import math
+import re
 from pathlib import Path
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from bot.core.config import FileDecl, GateDecl
-from bot.core.models import Gate
-from bot.core.thresholds.edit import format_literal, replace_literals
+from bot.core.config import FileDecl, GateDecl, RepoConfig
+from bot.core.models import Gate, Span
+from bot.core.thresholds.edit import SpanEdit, format_literal, replace_literals, replace_spans
 from bot.core.thresholds.errors import ThresholdFileError
 from bot.core.thresholds.shell import parse_shell
 from bot.core.thresholds.structured import parse_structured
 
 DATA = Path(__file__).resolve().parent / "data"
 SCRIPT = (DATA / "nightly_gsm8k.sh").read_text(encoding="utf-8")
+
+
+def gates_of(path: str, text: str, decl: FileDecl) -> list[Gate]:
+    """The gates ``decl`` declares in the file, without their declarations' indices."""
+    return [gate for _, gate in parse_structured(path, text, decl, RepoConfig())]
 
 
 @pytest.mark.parametrize(
@@ -101,9 +107,9 @@ def test_structured_edit_keeps_format(fmt: str) -> None:
         ),
     )
     path = f"eval_thresholds.{fmt}"
-    acc, tokens, length = parse_structured(path, text, decl).gates
+    acc, tokens, length = gates_of(path, text, decl)
     after = replace_literals(text, [(acc, "0.50"), (tokens, "290"), (length, "-0.020")])
-    reparsed = parse_structured(path, after, decl).gates
+    reparsed = gates_of(path, after, decl)
     assert [g.value for g in reparsed] == [0.50, 290.0, -0.020]
     assert after.count("\n") == text.count("\n")
     assert len(changed_lines(text, after)) == 2 * len({acc.line, tokens.line, length.line})
@@ -157,3 +163,46 @@ def test_rewrite_keeps_every_other_character(case: tuple[str, list[tuple[Gate, s
         assert after[j : j + len(new)] == new
         i, j = end, j + len(new)
     assert after[j:] == text[i:]
+
+
+def test_replace_spans_edits_any_literal_and_names_it() -> None:
+    text = "acc_ref: 0.62\nrtol: 0.05  # relative\nmin_al: 3.25\n"
+
+    def at(literal: str) -> Span:
+        start = text.index(literal)
+        return Span(
+            literal=literal,
+            start=start,
+            end=start + len(literal),
+            line=text.count("\n", 0, start) + 1,
+        )
+
+    ref, rtol, low = at("0.62"), at("0.05"), at("3.25")
+    after = replace_spans(
+        "ci/acc.yaml",
+        text,
+        [
+            SpanEdit(rtol, "0.12", "ACC tolerance"),
+            SpanEdit(ref, "0.58", "ACC"),
+            SpanEdit(low, "3.10", "ACC coupled min_al"),
+        ],
+    )
+    assert after == "acc_ref: 0.58\nrtol: 0.12  # relative\nmin_al: 3.10\n"
+    stale = re.escape("ACC tolerance: expected '0.05' here")
+    with pytest.raises(ThresholdFileError, match=stale) as err:
+        replace_spans(
+            "ci/acc.yaml", text.replace("0.05", "0.06"), [SpanEdit(rtol, "0.12", "ACC tolerance")]
+        )
+    assert (err.value.path, err.value.line) == ("ci/acc.yaml", 2)
+    with pytest.raises(ThresholdFileError, match="ACC coupled min_al: 'nan' is not a number"):
+        replace_spans("ci/acc.yaml", text, [SpanEdit(low, "nan", "ACC coupled min_al")])
+    conflict = re.escape("conflicting new values '0.12' and '0.13'")
+    with pytest.raises(ThresholdFileError, match=conflict):
+        replace_spans(
+            "ci/acc.yaml", text, [SpanEdit(rtol, "0.12", "A"), SpanEdit(rtol, "0.13", "B")]
+        )
+    wide = Span(literal="0.62\nrtol", start=ref.start, end=ref.start + 9, line=1)
+    with pytest.raises(ThresholdFileError, match="overlapping"):
+        replace_spans(
+            "ci/acc.yaml", text, [SpanEdit(wide, "1", "A"), SpanEdit(at("rtol"), "2", "B")]
+        )

@@ -2,14 +2,18 @@
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from bot.core.config import parse_config
 from bot.core.models import Gate, ThresholdFile
-from bot.core.thresholds.shell import is_shell_script, parse_shell
+from bot.core.thresholds.discover import find_gates
+from bot.core.thresholds.edit import replace_literals
+from bot.core.thresholds.shell import MAX_NESTED_CHARS, is_shell_script, parse_shell
 from bot.core.thresholds.shell_lexer import Word, lex
 
 DATA = Path(__file__).resolve().parent / "data"
@@ -231,3 +235,221 @@ def test_any_text_parses_without_error_and_spans_hold(text: str) -> None:
         assert text[gate.start : gate.end] == gate.literal
         assert gate.line == text[: gate.start].count("\n") + 1
         assert float(gate.literal) == gate.value
+
+
+# --------------------------------------------------------------------------- expressions
+
+
+FIXTURES = Path(__file__).resolve().parent / "fixtures" / "gates" / "expressions"
+
+
+def fixture(name: str) -> str:
+    return (FIXTURES / name).read_text(encoding="utf-8")
+
+
+def at(text: str, needle: str, literal: str) -> tuple[int, int]:
+    """The span of ``literal`` inside the first occurrence of ``needle``."""
+    start = text.index(needle) + needle.index(literal)
+    return start, start + len(literal)
+
+
+GRPO = fixture("grpo_functional.sh")
+ERROR = "train/token_mult_prob_error"
+
+
+@pytest.mark.parametrize(
+    ("needle", "literal", "metric", "op", "kind", "aggregation", "last_steps", "step"),
+    [
+        (
+            "error\"]) < 1.05'",
+            "1.05",
+            "train/token_mult_prob_error",
+            "<",
+            "limit",
+            "median",
+            None,
+            None,
+        ),
+        ("}'] < 1.1\"", "1.1", "train/token_mult_prob_error", "<", "limit", "last", None, None),
+        ('loss"])) < 0.04', "0.04", "train/loss", "<", "limit", "median", None, None),
+        ('["1"] > 0.0', "0.0", "train/loss", ">", "limit", None, None, 1),
+        ("-1) < 25'", "25", "timing/train/total_step_time", "<", "limit", "mean", None, None),
+        ("'0.3 <=", "0.3", "train/reward", ">=", "limit", "mean", 5, None),
+        ("<= 0.95'", "0.95", "train/reward", "<=", "limit", "mean", 5, None),
+        ("== 64'", "64", "train/num_valid_samples", "==", "reference", "max", None, None),
+        ("mem_gb\"]) < 70'", "70", "ray/node.0.gpu.0.mem_gb", "<", "limit", "max", None, None),
+    ],
+)
+def test_expression_gates_in_a_functional_test_script(
+    needle: str,
+    literal: str,
+    metric: str,
+    op: str,
+    kind: str,
+    aggregation: str | None,
+    last_steps: int | None,
+    step: int | None,
+) -> None:
+    start, end = at(GRPO, needle, literal)
+    (gate,) = [g for g in parse_shell("tests/functional/grpo.sh", GRPO).gates if g.start == start]
+    assert (gate.end, gate.literal, gate.value) == (end, literal, float(literal))
+    assert (gate.metric, gate.op, gate.kind) == (metric, op, kind)
+    assert (gate.aggregation, gate.last_steps) == (aggregation, last_steps)
+    assert [p.step for p in gate.points] == ([step] if step is not None else [])
+    assert gate.line == line_of(GRPO, needle)
+    assert " " in gate.name and literal not in gate.name.split()[-1]
+    if kind == "reference":
+        assert gate.tolerance is not None and gate.tolerance.margin(gate.value) == 0
+
+
+def test_functional_script_gate_set_ignore_marker_and_hints() -> None:
+    parsed = parse_shell("tests/functional/grpo.sh", GRPO)
+    assert len(parsed.gates) == 9
+    ignored = [(g.literal, g.ignored) for g in parsed.gates if g.ignored]
+    mem_line = line_of(GRPO, "mem_gb")
+    assert ignored == [("70", f"marked '# threshold-bot: ignore' on line {mem_line}")]
+    hints = {u.name: u for u in parsed.unbound}
+    assert hints["train/kl_min"].literal == "-1e-3"
+    assert "cannot be read" in hints["train/kl_min"].reason
+    assert hints["train/loss"].literal == "20" and "len(" in hints["train/loss"].reason
+    assert parsed.source is not None and parsed.source.project == "grpo-functional"
+    names = [g.name for g in parsed.gates]
+    assert len(set(names)) == len(names)
+    assert 'median(data["train/token_mult_prob_error"]) <' in names
+
+
+def test_checks_inside_a_quoted_command_map_through_escapes() -> None:
+    text = fixture("nested_check_cmd.sh")
+    parsed = parse_shell("ci/dapo.sh", text)
+    assert [(g.metric, g.op, g.literal, [p.step for p in g.points]) for g in parsed.gates] == [
+        ("train/token_mult_prob_error", "<", "1.1", []),
+        ("validation/accuracy", ">", "0.31", [40]),
+    ]
+    for gate in parsed.gates:
+        assert text[gate.start : gate.end] == gate.literal
+    assert parsed.unbound == ()  # the command string itself is no hint
+    edited = replace_literals(text, [(parsed.gates[1], "0.33")])
+    assert edited == text.replace("] > 0.31", "] > 0.33")
+    again = parse_shell("ci/dapo.sh", edited)
+    assert [g.name for g in again.gates] == [g.name for g in parsed.gates]
+    assert again.gates[1].value == 0.33
+
+
+def test_literal_asserts_beside_variable_asserts_and_in_a_heredoc() -> None:
+    text = fixture("asserts_mixed.sh")
+    parsed = parse_shell("ci/gsm8k_async.sh", text)
+    assert [(g.name, g.metric, g.op, g.literal) for g in parsed.gates] == [
+        ("EVAL_ACC_MIN_VALUE", "eval/all/avg_score", ">=", "0.55"),
+        ("TRAIN_ACC_MIN_VALUE", "loss/avg_final_rewards", ">=", "0.5"),
+        ("eval/lag_steps >=", "eval/lag_steps", ">=", "0"),
+        ("timing/eval <=", "timing/eval", "<=", "5"),
+        ("policy/grad_norm <", "policy/grad_norm", "<", "12.5"),
+        ("policy/entropy >", "policy/entropy", ">", "0.2"),
+        ('summary["eval/pass_at_8"] >=', "eval/pass_at_8", ">=", "0.81"),
+    ]
+    for gate in parsed.gates:
+        assert text[gate.start : gate.end] == gate.literal
+    assert parsed.source is not None and parsed.source.project == "gsm8k_async_ci"
+
+
+@pytest.mark.parametrize(
+    ("line", "gates"),
+    [
+        ("check \"data['x'] < 1.5\"", [("x", "1.5")]),
+        ("check $'data[\"x\"] < 1.5'", [("x", "1.5")]),
+        ("check $'data[\\'x\\'] < 1.5'", [("x", "1.5")]),
+        ("check $'data[\"x\"] < \\x31.5'", []),  # the literal is written through an escape
+        ('check "data[\\"x\\"] < 1.5"', [("x", "1.5")]),
+        ("check \"data['x'] < 1\\.5\"", []),  # \. stays: not a number
+        ("check 'data[\"x\"] < 1.5' # data['y'] < 2", [("x", "1.5")]),
+        ("check data[x]\\<1.5", []),  # unquoted
+        ('echo "python>=3.10" \'NR > 1\' "$X >= 2"', []),
+    ],
+)
+def test_expression_quoting(line: str, gates: list[tuple[str, str]]) -> None:
+    text = f"#!/bin/sh\n{line}\n"
+    parsed = parse_shell("t.sh", text)
+    assert [(g.metric, g.literal) for g in parsed.gates] == gates
+    for gate in parsed.gates:
+        assert text[gate.start : gate.end] == gate.literal and gate.line == 2
+
+
+def test_ignore_marker_on_the_assignment_or_the_comparison_line() -> None:
+    text = (
+        "A=0.5  # placeholder until tuned; threshold-bot: ignore\n"
+        "B=0.6\n"
+        'run --asserts "a/x >= $A" "b/y >= $B"\n'
+        'run --asserts "c/z <= $B"  # threshold-bot: ignore\n'
+        "echo '# threshold-bot: ignore' 'data[\"q\"] < 3'\n"
+        "C=0.7 # threshold-bot: ignore\n"
+    )
+    parsed = parse_shell("t.sh", text)
+    got = {(g.name, g.metric): g.ignored for g in parsed.gates}
+    assert got == {
+        ("A", "a/x"): "marked '# threshold-bot: ignore' on line 1",
+        ("B", "b/y"): "",
+        ("B", "c/z"): "marked '# threshold-bot: ignore' on line 4",
+        ('data["q"] <', "q"): "",  # the marker is inside a string, not a comment
+    }
+    assert [u.name for u in parsed.unbound] == []  # C's hint is dropped: marked
+
+
+def test_huge_and_deep_expression_strings_are_bounded() -> None:
+    deep = "(" * 5000 + 'data["x"]' + ")" * 5000 + " < 1"
+    long = " and ".join(f'data["m{i}"] < {i}' for i in range(20_000))
+    nested = "(" * 900 + 'data["x"]' + ")" * 900 + " < 1"  # short enough, too deep
+    text = f"check '{deep}'\ncheck '{long}' '{nested}'\ncheck 'data[\"ok\"] < 2'\n"
+    began = time.process_time()
+    parsed = parse_shell("t.sh", text)
+    assert time.process_time() - began < 2
+    assert [(g.metric, g.literal) for g in parsed.gates] == [("ok", "2")]
+    inner = "'data[\"x\"] < 1'"
+    for pad, read in ((MAX_NESTED_CHARS - len(inner), True), (MAX_NESTED_CHARS, False)):
+        command = f'CMD="{"a" * pad}{inner}"\n'.replace('"x"', '\\"x\\"')
+        assert bool(parse_shell("t.sh", command).gates) is read
+
+
+# --------------------------------------------------------------------------- hints
+
+
+def test_threshold_variables_passed_to_programs_are_hints_with_config() -> None:
+    text = fixture("convergence_args.sh")
+    path = "tests/convergence/run_125m.sh"
+    hints = {u.name: u for u in parse_shell(path, text).unbound}
+    expected = {
+        "LOSS_THRESHOLD": "passed to check_convergence.py as a positional argument on line 12",
+        "EXPECTED_TOKENS_PER_SEC": (
+            "passed to check_throughput.py as --min-tokens-per-sec on line 13"
+        ),
+        "EVAL_ACC_MIN_VALUE": "passed to tests.check_eval as eval.min_accuracy=… on line 14",
+        "GRAD_NORM_MAX": "used in a shell test on line 15",
+    }
+    for name, use in expected.items():
+        assert hints[name].reason == f"{use}, not in a '<metric> <op> ${name}' comparison"
+        assert hints[name].config.startswith("# .github/threshold-bot.yml\nfiles:\n")
+        assert f"key: {name}\n" in hints[name].config
+    # not threshold-like, never used, or marked: today's reasons, no config
+    assert hints["MAX_STEPS"].reason.endswith("(used elsewhere in the file)")
+    assert hints["OLD_LOSS_THRESHOLD"].reason.endswith("(never used in the file)")
+    assert hints["MAX_STEPS"].config == hints["OLD_LOSS_THRESHOLD"].config == ""
+    assert "ACC_TOL" not in hints
+
+
+def test_seed_script_hints_keep_their_reasons() -> None:
+    unbound = {u.name: u for u in parse_shell(PATH, SCRIPT).unbound}
+    assert unbound["NUM_GPUS"].config == "" and unbound["LR"].config == ""
+    assert unbound["OLD_ACC_MIN_VALUE"].config == ""  # never used: nothing to declare
+
+
+def test_config_ignore_lists_expression_gates_by_name() -> None:
+    text = fixture("asserts_mixed.sh")
+    config = parse_config(
+        "files:\n  - path: ci/*.sh\n    ignore: ['timing/eval <=', TRAIN_ACC_MIN_VALUE]\n"
+    )
+    found = find_gates("ci/gsm8k_async.sh", text, config)
+    assert found is not None
+    assert sorted(g.name for g in found.gates if g.ignored) == [
+        "TRAIN_ACC_MIN_VALUE",
+        "timing/eval <=",
+    ]
+    assert all(g.source is not None for g in found.gates)  # the script's W&B project

@@ -16,7 +16,12 @@ PROG = "threshold-bot"
 
 
 class UsageProblem(Exception):
-    """Bad input or usage: reported on one line, exit status 2."""
+    """Bad input or usage: reported on one line, exit status 2; ``details`` (hints, e.g. the
+    config lines that would declare a gate) follow on the next lines as written."""
+
+    def __init__(self, message: str, details: str = "") -> None:
+        super().__init__(message)
+        self.details = details
 
 
 class OneLineErrors(TyperGroup):
@@ -50,7 +55,10 @@ class OneLineErrors(TyperGroup):
         return result
 
 
-def fail(message: str, status: int = 2) -> NoReturn:
+def fail(message: str, status: int = 2, details: str = "") -> NoReturn:
+    """Print ``threshold-bot: error: message`` (one line) and ``details`` below it; exit."""
     text = " ".join(message.split())
     print(f"{PROG}: error: {text}", file=sys.stderr)
+    if details:
+        print(details.rstrip("\n"), file=sys.stderr)
     sys.exit(status)

@@ -23,12 +23,14 @@ from bot.adapters.settings import SettingsError
 from bot.cli.errors import UsageProblem, fail
 from bot.core.analysis.review import build_review, unavailable_review
 from bot.core.config import ConfigError, RepoConfig, parse_config
+from bot.core.history.series import with_series
 from bot.core.history.sources import HistoryError, HistoryNotFound
 from bot.core.models import (
     GateChange,
     History,
     Review,
     RuleSettings,
+    SourceSpec,
     ThresholdFile,
 )
 from bot.core.render.review import render_comment, render_json
@@ -114,12 +116,22 @@ def read_gate_changes(
     name = label or file.as_posix()
     head = _threshold_file(file, name, config)
     if head is None or not head.gates:
-        unbound = ", ".join(u.name for u in head.unbound) if head else ""
-        hint = f" ({unbound}: not used in a '<metric> <op> $NAME' comparison)" if unbound else ""
-        raise UsageProblem(f"{name}: no threshold gates found{hint}")
+        raise UsageProblem(f"{name}: no threshold gates found", _hints(head))
     if base is None:
         return diff_gates(head, head), head
     return diff_gates(_threshold_file(base, name, config), head), head
+
+
+def _hints(head: ThresholdFile | None) -> str:
+    """What was seen but not bound, with the config lines that would declare it."""
+    if head is None:
+        return ""
+    lines = []
+    for item in head.unbound:
+        lines.append(f"  {item.file}:{item.line}: {item.name} = {item.literal}: {item.reason}")
+        if item.config:
+            lines += [f"    {line}" for line in item.config.splitlines()]
+    return "\n".join(lines)
 
 
 def review_files(
@@ -179,7 +191,8 @@ def _review_from_history(
 
     changes, head = read_gate_changes(file, base, config)
     try:
-        runs = wandb_history(str(wandb), spec=config.source(None))
+        spec = with_series(config.source(None) or SourceSpec(), [c.head for c in changes])
+        runs = wandb_history(str(wandb), spec=spec)
     except (ValueError, HistoryNotFound, SettingsError) as exc:
         raise UsageProblem(str(exc)) from None
     except HistoryError as exc:
@@ -281,7 +294,7 @@ def review_command(
             )
             _write(text, output)
     except UsageProblem as exc:
-        fail(str(exc))
+        fail(str(exc), details=exc.details)
     if fail_on is not None and SEVERITY[result.conclusion] >= SEVERITY[fail_on.value]:
         raise typer.Exit(1)
 

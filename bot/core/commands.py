@@ -35,6 +35,7 @@ HELP_TEXT = """\
 | `/rebaseline NAME …` | only the named gates |
 | `/rebaseline --window W` | window W: `20` (last N runs), `regime` or `since:YYYY-MM-DD` |
 | `/rebaseline --allowance 5%` | another allowance (also `0.05`), up to `rule.max_allowance` |
+| `/rebaseline --tolerance` | also widen a reference gate's tolerance the recent runs do not fit |
 | `/rebaseline --dry-run` | show what would change, commit nothing |
 | `/threshold-bot retry` | review the PR again (e.g. after a history outage) |
 | `/threshold-bot help` | this help |
@@ -52,6 +53,7 @@ class Command(Frozen):
     window: WindowSpec | None = None
     allowance: float | None = None
     dry_run: bool = False
+    tolerance: bool = False  # also rewrite reference gates' tolerances (``--tolerance``)
 
 
 class CommandProblem(Frozen):
@@ -136,7 +138,7 @@ def _parse_rebaseline(args: list[str], text: str, line: int) -> Command | Comman
     gates: list[str] = []
     window: WindowSpec | None = None
     allowance: float | None = None
-    dry_run = False
+    dry_run = tolerance = False
     tokens = iter(args)
     for token in tokens:
         option, _, inline = token.partition("=")
@@ -153,6 +155,8 @@ def _parse_rebaseline(args: list[str], text: str, line: int) -> Command | Comman
                 return _problem(line, text, str(exc))
         elif token in ("--dry-run", "--dryrun"):
             dry_run = True
+        elif token == "--tolerance":
+            tolerance = True
         elif token.startswith("-"):
             return _problem(line, text, f"unknown option `{token}`")
         elif _GATE_NAME.match(token) and len(gates) < MAX_GATES:
@@ -167,6 +171,7 @@ def _parse_rebaseline(args: list[str], text: str, line: int) -> Command | Comman
         window=window,
         allowance=allowance,
         dry_run=dry_run,
+        tolerance=tolerance,
     )
 
 
@@ -186,5 +191,5 @@ def _problem(line: int, text: str, message: str) -> CommandProblem:
         line=line,
         text=text[:200],
         message=f"{message}. Options: `--window 20|regime|since:YYYY-MM-DD`, "
-        "`--allowance 5%`, `--dry-run`; see `/threshold-bot help`",
+        "`--allowance 5%`, `--tolerance`, `--dry-run`; see `/threshold-bot help`",
     )

@@ -138,6 +138,9 @@ class CsvDecl(_Strict):
     op: Op | None = None  # limit tables: the operator
     sides: SidesName | None = None
     metric: str = "{key}"  # the metric, from the key column: "bench/{key}/time"
+    # ("{COLUMN}" names any other column's cell: "{benchmark}/{metric}")
+    # a table without a header row: its columns' names, in order (the first row is data)
+    columns: tuple[str, ...] = ()
 
 
 class FileDecl(_Strict):

@@ -37,6 +37,8 @@ Classification = Literal[
 ]
 
 LOWER_BOUND_OPS: frozenset[str] = frozenset({">=", ">"})
+SIDES_OPS: dict[str, Op] = {"lower": ">=", "upper": "<=", "both": "=="}
+"""The operator of a reference gate failing on those sides (``Gate.sides`` inverted)."""
 
 
 class Frozen(BaseModel):
@@ -125,10 +127,13 @@ class SourceSpec(Frozen):
     # mlflow source
     tracking_uri: str | None = None
     experiment: str | None = None
+    # metrics whose per-step series a remote source reads (curve and aggregation gates):
+    # what to read of the source, not which source, so not part of ``key()``
+    series: tuple[str, ...] = ()
 
     def key(self) -> str:
-        """A stable identifier of this source, used as the cache key."""
-        return self.model_dump_json(exclude_defaults=True)
+        """A stable identifier of this source, used as the cache key (``series`` left out)."""
+        return self.model_dump_json(exclude_defaults=True, exclude={"series"})
 
     def describe(self) -> str:
         """Human-readable name: ``wandb:entity/project``, ``file:path``, ``mlflow:exp``."""
@@ -317,11 +322,19 @@ class GateChange(Frozen):
 
     @property
     def changed(self) -> bool:
-        """Whether the PR changes this gate's value, metric or operator."""
-        return self.base is None or (
-            self.base.value != self.head.value
-            or self.base.metric != self.head.metric
-            or self.base.op != self.head.op
+        """Whether the PR changes this gate's value, metric, operator or kind, its tolerance,
+        or any value of its golden curve."""
+        base, head = self.base, self.head
+        if base is None:
+            return True
+        tolerances = [(t.rel, t.abs) if t else None for t in (base.tolerance, head.tolerance)]
+        return (
+            base.value != head.value
+            or base.metric != head.metric
+            or base.op != head.op
+            or base.kind != head.kind
+            or tolerances[0] != tolerances[1]
+            or [(p.step, p.value) for p in base.points] != [(p.step, p.value) for p in head.points]
         )
 
 

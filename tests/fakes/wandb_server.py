@@ -24,6 +24,7 @@ from typing import Any
 
 from graphql import GraphQLError, GraphQLResolveInfo, build_schema, graphql_sync
 
+from tests.fakes import wandb_history
 from tests.fakes.local_http import serving
 
 API_KEY = "fake-" + "0123456789abcdef" * 3  # shaped like a real key: [\w-]{40,}
@@ -93,8 +94,8 @@ type Run {
   historyLineCount: Int
   historyKeys: JSON
   user: User
-}
 """
+SDL += wandb_history.RUN_FIELDS + "}\n" + wandb_history.SDL  # Run's history fields, types
 
 SCHEMA = build_schema(SDL)
 
@@ -133,6 +134,8 @@ class FakeRun:
     commit: str | None = None
     summary: dict[str, Any] = field(default_factory=dict)
     config: dict[str, Any] = field(default_factory=dict)
+    history: list[dict[str, Any]] = field(default_factory=list)  # rows, each with its _step
+    history_asked: list[tuple[str, ...]] = field(default_factory=list)  # keys of each page read
 
     def node(self, project_id: int) -> dict[str, Any]:
         """The GraphQL object of this run (JSON fields as strings, like W&B)."""
@@ -155,8 +158,12 @@ class FakeRun:
             "notes": None,
             "systemMetrics": "{}",
             "summaryMetrics": json.dumps(self.summary),
-            "historyLineCount": 0,
-            "historyKeys": {"keys": {}, "lastStep": 0},
+            "historyLineCount": len(self.history),
+            "historyKeys": wandb_history.history_keys(self.history),
+            "parquetHistory": lambda _info, **_a: wandb_history.parquet_history(),
+            "sampledHistory": lambda _info, **a: wandb_history.sampled_history(
+                self.history, a["specs"], self.history_asked
+            ),
             "user": {"id": "1", "name": "CI", "username": "ci"},
         }
 

@@ -10,6 +10,12 @@ not missed.  Runs asked for by id that no longer come back (deleted, or no
 longer matching) are dropped.  A full sync re-reads everything and drops cached
 runs the source no longer has.  The cache key covers the whole spec, so changed
 filters or summary keys start a fresh cache.
+
+Per-step series (``SourceSpec.series``, not part of the key) are read by ``fetch`` for the
+newest ``series_runs`` finished runs, once per run and metric: a finished run's history no
+longer changes, and a run that changes (resumed, re-synced) has its series dropped and read
+again.  Each run's series are written as soon as they are read, so a job stopped by its
+deadline keeps what it read.
 """
 
 from __future__ import annotations
@@ -23,6 +29,13 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from bot.adapters.store import runs as store
 from bot.core.history.runs import Progress, RunFetcher, SourceRun, make_history
+from bot.core.history.series import (
+    MAX_SERIES_RUNS,
+    SeriesFetcher,
+    attach,
+    newest_finished,
+    requested,
+)
 from bot.core.models import History, SourceSpec
 
 
@@ -63,6 +76,7 @@ class CachedSource:
 
     ``resolve`` completes a spec before it is used (e.g. the server's default W&B
     entity), so the cache key and the history's name say what was actually read.
+    ``series_runs``: how many of the newest finished runs get their series read.
     """
 
     def __init__(
@@ -70,15 +84,52 @@ class CachedSource:
         sessions: sessionmaker[Session],
         upstream: RunFetcher,
         resolve: Callable[[SourceSpec], SourceSpec] | None = None,
+        *,
+        series_runs: int = MAX_SERIES_RUNS,
     ) -> None:
         self.sessions = sessions
         self.upstream = upstream
         self.resolve = resolve or (lambda spec: spec)
+        self.series_runs = series_runs
 
     def fetch(self, spec: SourceSpec) -> History:
-        """Sync ``spec`` incrementally, then return every cached run of it."""
+        """Sync ``spec`` incrementally, then return every cached run of it, with the series
+        of ``spec.series`` (read first where not cached)."""
         self.sync(spec)
-        return self.cached(spec)
+        history = self.cached(spec)
+        if not requested(spec):
+            return history
+        spec = self.resolve(spec)
+        key = store.source_key(spec)
+        targets = newest_finished(history.runs, self.series_runs)
+        self.sync_series(spec, targets)
+        with self.sessions() as session:
+            series = store.load_series(session, key, targets, requested(spec))
+        return attach(history, series)
+
+    def sync_series(self, spec: SourceSpec, run_ids: Sequence[str]) -> int:
+        """Read and cache the series of ``spec.series`` that ``run_ids`` lack (in that order);
+        return how many runs were read.  An upstream that reads no series reads none.  Once
+        runs were read, the series of runs other than ``run_ids`` are dropped (runs only
+        get older: they are not read again)."""
+        spec = self.resolve(spec)
+        key = store.source_key(spec)
+        if not requested(spec) or not isinstance(self.upstream, SeriesFetcher):
+            return 0
+        with self.sessions() as session:
+            missing = store.missing_series(session, key, run_ids, requested(spec))
+        read = 0
+        for run_id, series in self.upstream.fetch_series(spec, missing) if missing else ():
+            try:
+                with self.sessions.begin() as session:
+                    store.write_series(session, key, run_id, series)
+            except IntegrityError:  # a concurrent fetch stored the same series first
+                pass
+            read += 1
+        if read:
+            with self.sessions.begin() as session:
+                store.prune_series(session, key, run_ids)
+        return read
 
     def cached(self, spec: SourceSpec) -> History:
         """The cached runs of ``spec`` without asking the upstream."""

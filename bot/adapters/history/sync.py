@@ -7,7 +7,7 @@ it); ``wandb_history`` serves ``review --wandb ENTITY/PROJECT``.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from datetime import datetime
 
 from sqlalchemy.orm import Session, sessionmaker
@@ -19,6 +19,7 @@ from bot.adapters.settings import Settings, load_settings
 from bot.adapters.store.db import init_db, make_engine
 from bot.core.history.runs import Progress as ProgressCallback
 from bot.core.history.runs import SourceRun
+from bot.core.history.series import RunSeries, SeriesFetcher
 from bot.core.history.sources import HistoryError
 from bot.core.models import History, SourceSpec
 
@@ -54,6 +55,14 @@ class RemoteSources:
         return upstream.fetch_runs(
             spec, created_since=created_since, run_ids=run_ids, progress=progress
         )
+
+    def fetch_series(
+        self, spec: SourceSpec, wanted: Mapping[str, Sequence[str]]
+    ) -> Iterator[tuple[str, RunSeries]]:
+        """Per-step series from the source of ``spec``'s kind, if it reads them (W&B)."""
+        upstream = {"wandb": self.wandb, "mlflow": self.mlflow}.get(spec.kind)
+        if isinstance(upstream, SeriesFetcher):
+            yield from upstream.fetch_series(spec, wanted)
 
 
 def wandb_source(settings: Settings) -> WandbSource:

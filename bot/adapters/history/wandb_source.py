@@ -6,6 +6,8 @@ explicit entity, and server-side MongoDB-style filters.  wandb's transport
 retries (429/5xx, ``Retry-After``) are capped so an outage becomes a clear
 ``HistoryUnavailable`` within a bounded time.  wandb writes nothing outside a
 private temp dir and reports nothing home (see ``prepare_environment``).
+Per-step series (``SourceSpec.series``) are read with ``Run.scan_history`` per run and
+metric, paged, over the run's last ``MAX_REMOTE_STEPS`` steps (``fetch_series``).
 Errors are told in our own words (wandb's text, which may quote W&B's response,
 is logged at WARNING).
 """
@@ -26,7 +28,17 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
 
+from bot.adapters.history.wandb_series import quiet_scan_cleanup, run_series
+from bot.core import deadline
 from bot.core.history.runs import Progress, SourceRun, make_history, numeric_summary
+from bot.core.history.series import (
+    MAX_REMOTE_STEPS,
+    MAX_SERIES_RUNS,
+    RunSeries,
+    attach,
+    newest_finished,
+    requested,
+)
 from bot.core.history.sources import BadHistory, HistoryError, HistoryNotFound, HistoryUnavailable
 from bot.core.models import History, Run, RunState, SourceSpec, as_utc
 
@@ -76,6 +88,7 @@ def prepare_environment() -> str:
             os.environ.setdefault(var, _private_dir)
         for var, value in _QUIET_VARS.items():
             os.environ.setdefault(var, value)
+        quiet_scan_cleanup()
         return _private_dir
 
 
@@ -186,6 +199,8 @@ class WandbSource:
     backoff) cap wandb-core's retries of 429/5xx, which by default are 20 tries
     with 2-60 s waits.  Defaults give up on a persistent 5xx after ~8 s per page.
     One ``wandb.Api`` is made on first use and reused (one ``Viewer`` request).
+    ``history_page`` steps are read per history request; ``series_runs`` bounds how many
+    runs ``fetch`` reads series of, ``series_steps`` how many last steps of each.
     """
 
     def __init__(
@@ -198,6 +213,9 @@ class WandbSource:
         per_page: int = 1000,
         retries: int = 3,
         retry_wait: tuple[float, float] = (1.0, 8.0),
+        history_page: int = 1000,
+        series_runs: int = MAX_SERIES_RUNS,
+        series_steps: int = MAX_REMOTE_STEPS,
     ) -> None:
         self.api_key = api_key
         self.base_url = (base_url or DEFAULT_BASE_URL).rstrip("/")
@@ -207,13 +225,56 @@ class WandbSource:
         self.retries = retries
         # wandb-core ignores waits under one second (it falls back to 2-60 s)
         self.retry_wait = (max(1.0, retry_wait[0]), max(1.0, retry_wait[1]))
+        self.history_page = history_page
+        self.series_runs = series_runs
+        self.series_steps = series_steps
         self._api: wandb.Api | None = None
         self._lock = threading.Lock()
 
     def fetch(self, spec: SourceSpec) -> History:
-        """Every run of ``spec``, sorted, with reading statistics."""
+        """Every run of ``spec``, sorted, with reading statistics, and the series of
+        ``spec.series`` for the newest ``series_runs`` finished runs."""
         runs, duplicates = self._read(spec, None, (), None)
-        return make_history(runs, spec.describe(), duplicates=duplicates)
+        history = make_history(runs, spec.describe(), duplicates=duplicates)
+        if not requested(spec):
+            return history
+        targets = newest_finished(history.runs, self.series_runs)
+        wanted = dict.fromkeys(targets, requested(spec))
+        return attach(history, dict(self.fetch_series(spec, wanted)))
+
+    def fetch_series(
+        self, spec: SourceSpec, wanted: Mapping[str, Sequence[str]]
+    ) -> Iterator[tuple[str, RunSeries]]:
+        """The series of the listed metrics of each run of ``wanted`` (in its order), read
+        with ``scan_history``: a metric's key is its ``summary_keys`` entry, else its name.
+        Runs W&B no longer has are left out; the job's deadline is checked per run."""
+        entity, project = self._path(spec)
+        where = f"{entity}/{project} at {self.base_url}"
+        prepare_environment()
+        ids = list(wanted)
+        for start in range(0, len(ids), self.per_page):
+            chunk = ids[start : start + self.per_page]
+            with self._lock, self._translated(where):
+                api = self._client()
+                api.flush()  # type: ignore[no-untyped-call]
+                api.settings["entity"] = entity
+                found = {
+                    run.id: run
+                    for run in api.runs(
+                        f"{entity}/{project}",
+                        filters={"name": {"$in": chunk}},
+                        per_page=self.per_page,
+                        lazy=True,
+                    )
+                }
+            for run_id in chunk:
+                if run_id not in found:
+                    continue
+                deadline.check(f"reading the per-step history of W&B run {run_id}")
+                keys = {m: spec.summary_keys.get(m, m) for m in wanted[run_id]}
+                with self._lock, self._translated(where):
+                    series = run_series(found[run_id], keys, self.history_page, self.series_steps)
+                yield run_id, series
 
     def fetch_runs(
         self,

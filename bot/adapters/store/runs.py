@@ -4,6 +4,11 @@ Runs are keyed by (source, run id), where the source key is a hash of the whole
 ``SourceSpec`` (filters and summary keys included), so changing a source's
 configuration starts a fresh cache instead of mixing runs.  Functions here
 read and write rows; the caller owns the transaction and commits.
+
+Per-step series (``cached_series``: source, run id, metric) are kept beside the runs under
+the same source key (``SourceSpec.series`` is not part of it).  A run's series are dropped
+when the run changes or is removed, so they are read again once it finished anew.  The
+table is new in an existing database too: ``init_db``'s ``create_all`` creates it.
 """
 
 from __future__ import annotations
@@ -30,6 +35,7 @@ from sqlalchemy.orm import Mapped, Session, mapped_column
 
 from bot.adapters.store.db import Base
 from bot.core.history.runs import SourceRun
+from bot.core.history.series import RunSeries, Steps
 from bot.core.models import Run, RunState, SourceSpec, as_utc
 
 _CHUNK = 500  # ids per IN (...) clause, well under every database's bind limit
@@ -50,6 +56,19 @@ class CachedRun(Base):
     commit: Mapped[str | None] = mapped_column(String(64), nullable=True)
     tags: Mapped[list[str]] = mapped_column(JSON)
     summary: Mapped[dict[str, float]] = mapped_column(JSON)
+    non_numeric: Mapped[int] = mapped_column(Integer, default=0)
+    non_finite: Mapped[int] = mapped_column(Integer, default=0)
+
+
+class CachedSeries(Base):
+    """One metric's per-step values in one cached run (``{}``: read, and it has none)."""
+
+    __tablename__ = "cached_series"
+
+    source: Mapped[str] = mapped_column(String(64), primary_key=True)
+    run_id: Mapped[str] = mapped_column(String(255), primary_key=True)
+    metric: Mapped[str] = mapped_column(String(500), primary_key=True)
+    steps: Mapped[dict[str, float]] = mapped_column(JSON)  # {"step": value}
     non_numeric: Mapped[int] = mapped_column(Integer, default=0)
     non_finite: Mapped[int] = mapped_column(Integer, default=0)
 
@@ -153,6 +172,7 @@ def upsert_runs(session: Session, key: str, runs: Iterable[SourceRun]) -> dict[s
         session.execute(insert(cast(Table, CachedRun.__table__)), inserts)  # Core: fast
     if updates:
         session.execute(update(CachedRun), updates)  # ORM bulk UPDATE by primary key
+        _drop_series(session, key, [row["run_id"] for row in updates])
     return changed
 
 
@@ -164,6 +184,7 @@ def remove_runs(session: Session, key: str, ids: Iterable[str]) -> dict[str, str
         query = select(CachedRun.run_id, CachedRun.state).where(*where)
         removed.update((run_id, state) for run_id, state in session.execute(query))
         session.execute(delete(CachedRun).where(*where))
+    _drop_series(session, key, list(removed))
     return removed
 
 
@@ -201,7 +222,7 @@ def mark_synced(session: Session, key: str, spec: SourceSpec, at: datetime) -> N
         row = CachedSourceRow(source=key)
         session.add(row)
     row.description = spec.describe()
-    row.spec = spec.model_dump(mode="json", exclude_defaults=True)
+    row.spec = spec.model_dump(mode="json", exclude_defaults=True, exclude={"series"})
     row.synced_at = _naive(at)
 
 
@@ -209,3 +230,79 @@ def synced_at(session: Session, key: str) -> datetime | None:
     """When a source was last synced successfully (aware UTC), or None."""
     row = session.get(CachedSourceRow, key)
     return row.synced_at.replace(tzinfo=UTC) if row is not None else None
+
+
+# --------------------------------------------------------------------------- series
+
+
+def _drop_series(session: Session, key: str, run_ids: Sequence[str]) -> None:
+    for chunk in _chunks(sorted(run_ids)):
+        where = (CachedSeries.source == key, CachedSeries.run_id.in_(chunk))
+        session.execute(delete(CachedSeries).where(*where))
+
+
+def missing_series(
+    session: Session, key: str, run_ids: Sequence[str], metrics: Sequence[str]
+) -> dict[str, list[str]]:
+    """For each of ``run_ids`` (in their order) the ``metrics`` not cached; runs missing none
+    are left out."""
+    cached: set[tuple[str, str]] = set()
+    for chunk in _chunks(list(run_ids)):
+        query = select(CachedSeries.run_id, CachedSeries.metric).where(
+            CachedSeries.source == key,
+            CachedSeries.run_id.in_(chunk),
+            CachedSeries.metric.in_(list(metrics)),
+        )
+        cached.update((run_id, metric) for run_id, metric in session.execute(query))
+    missing = {r: [m for m in metrics if (r, m) not in cached] for r in run_ids}
+    return {r: wanted for r, wanted in missing.items() if wanted}
+
+
+def write_series(session: Session, key: str, run_id: str, series: RunSeries) -> None:
+    """Store (or replace) the series read of one run."""
+    where = (CachedSeries.source == key, CachedSeries.run_id == run_id)
+    metrics = list(series)
+    session.execute(delete(CachedSeries).where(*where, CachedSeries.metric.in_(metrics)))
+    rows = [
+        {
+            "source": key,
+            "run_id": run_id,
+            "metric": metric,
+            "steps": {str(step): value for step, value in steps.values.items()},
+            "non_numeric": steps.non_numeric,
+            "non_finite": steps.non_finite,
+        }
+        for metric, steps in series.items()
+    ]
+    if rows:
+        session.execute(insert(cast(Table, CachedSeries.__table__)), rows)
+
+
+def load_series(
+    session: Session, key: str, run_ids: Sequence[str], metrics: Sequence[str]
+) -> dict[str, RunSeries]:
+    """The cached series of ``metrics`` of the given runs: run id -> metric -> steps."""
+    series: dict[str, RunSeries] = {}
+    for chunk in _chunks(list(run_ids)):
+        query = select(
+            CachedSeries.run_id,
+            CachedSeries.metric,
+            CachedSeries.steps,
+            CachedSeries.non_finite,
+            CachedSeries.non_numeric,
+        ).where(
+            CachedSeries.source == key,
+            CachedSeries.run_id.in_(chunk),
+            CachedSeries.metric.in_(list(metrics)),
+        )
+        for run_id, metric, steps, non_finite, non_numeric in session.execute(query):
+            values = {int(step): value for step, value in steps.items()}
+            series.setdefault(run_id, {})[metric] = Steps(values, non_finite, non_numeric)
+    return series
+
+
+def prune_series(session: Session, key: str, keep: Sequence[str]) -> None:
+    """Drop the cached series of a source's runs other than ``keep`` (those of older runs,
+    no longer read)."""
+    query = select(CachedSeries.run_id).where(CachedSeries.source == key).distinct()
+    _drop_series(session, key, sorted(set(session.scalars(query)) - set(keep)))

@@ -11,14 +11,18 @@ from datetime import datetime
 
 from bot.core.analysis.failures import Diagnosis
 from bot.core.formatting import day_month, move, plural, significant
-from bot.core.models import Change, Failures, WindowInfo
+from bot.core.models import Band, Change, Failures, Tolerance, WindowInfo
 
 __all__ = [
+    "aggregation_warning",
+    "describe_band",
     "describe_missing",
     "describe_old",
     "describe_proposed",
+    "describe_reference",
     "short_window_warning",
     "straddle_warning",
+    "tolerance_warning",
 ]
 
 
@@ -116,12 +120,13 @@ def describe_proposed(
     proposed: str,
     failures: Failures,
     *,
-    rule_limit: float | None = None,
+    rule_value: str | None = None,
     looser: float = 0.0,
     step: float = 0.0,
 ) -> str:
-    """What the ``proposed`` literal does in the window; with ``rule_limit``, that it is ``looser``
-    than the rule's limit by more than one rounding ``step``."""
+    """What the ``proposed`` value (its literal, or a reference's band in words) does in the
+    window; with ``rule_value`` (the rule's limit or band in words), that it is ``looser``
+    than the rule's by more than one rounding ``step``."""
     value = proposed.strip()
     if failures.total == 0:
         return f"{value} cannot be checked: no run in the window"
@@ -132,12 +137,56 @@ def describe_proposed(
         text = f"{value} passes the only run in the window"
     else:
         text = f"{value} passes all {failures.total} runs in the window"
-    if rule_limit is not None:
+    if rule_value is not None:
         text += (
-            f", but is looser than the rule's {significant(rule_limit, 6)} by {significant(looser)}"
+            f", but is looser than the rule's {rule_value} by {significant(looser)}"
             f" (more than one step of {significant(step)})"
         )
     return text
+
+
+def describe_band(band: Band) -> str:
+    """``≥ 0.874``, ``≤ 1.026`` or ``0.874 to 1.026``."""
+    low = None if band.band_low is None else significant(band.band_low, 6)
+    high = None if band.band_high is None else significant(band.band_high, 6)
+    if low is not None and high is not None:
+        return f"{low} to {high}"
+    return f"≥ {low}" if low is not None else f"≤ {high}"
+
+
+def describe_reference(reference: str, tolerance: Tolerance | None, band: Band) -> str:
+    """A reference gate in words: ``0.95 ±8% (≥ 0.874)``."""
+    tolerance_words = tolerance.describe() if tolerance is not None else "±0"
+    return f"{reference.strip()} {tolerance_words} ({describe_band(band)})"
+
+
+def tolerance_warning(
+    tolerance: Tolerance | None,
+    statistic: str,
+    reference: str,
+    held: Failures,
+    needed: Tolerance | None,
+) -> str:
+    """The band around the rule's reference does not hold every run of the window: ``held``
+    counts the runs it holds (``failed``: those it does not)."""
+    current = tolerance.describe() if tolerance is not None else "±0 (no tolerance)"
+    holds = held.total - held.failed
+    runs = f"no run of {held.total}" if holds == 0 else f"{holds} of {plural(held.total, 'run')}"
+    text = (
+        f"the tolerance {current} is tighter than the window's spread: the band around the"
+        f" {statistic} {reference} holds {runs}"
+    )
+    if needed is not None:
+        text += f"; {needed.describe()} would hold them all"
+    return text
+
+
+def aggregation_warning(words: str, metric: str, bare: int, runs: int) -> str:
+    """``bare`` of the window's ``runs`` have no per-step series: not aggregated."""
+    return (
+        f"{words} could not be applied to {bare} of {plural(runs, 'run')} in the window"
+        f" (no per-step series of `{metric}`): their summary value is compared"
+    )
 
 
 def straddle_warning(window: WindowInfo, change: Change, reference: datetime | None = None) -> str:

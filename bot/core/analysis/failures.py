@@ -10,8 +10,9 @@ from datetime import datetime
 
 import numpy as np
 
+from bot.core.analysis.references import band_mask, band_of
 from bot.core.analysis.windows import BoolArray, FloatArray, IntArray
-from bot.core.models import COMPARISONS, Classification, Failures, Op, Run
+from bot.core.models import COMPARISONS, Classification, Failures, Gate, Op, Run
 
 __all__ = [
     "Diagnosis",
@@ -20,6 +21,7 @@ __all__ = [
     "failing_mask",
     "failing_streak",
     "find_shift",
+    "gate_failing_mask",
     "streak_length",
     "tally",
 ]
@@ -40,6 +42,14 @@ def failing_mask(values: Sequence[float] | FloatArray, op: Op, limit: float) -> 
     """Boolean array: True where a value fails ``value op limit`` (as the CI assert does)."""
     array = np.asarray(values, dtype=float)
     return ~np.asarray(COMPARISONS[op](array, limit), dtype=np.bool_)
+
+
+def gate_failing_mask(gate: Gate, values: FloatArray, value: float) -> BoolArray:
+    """True where a value fails ``gate`` at ``value``: ``value op limit`` for a limit, outside
+    the band around the reference ``value`` for a reference gate."""
+    if gate.kind == "reference":
+        return band_mask(values, band_of(value, gate.tolerance, gate.sides).band)
+    return failing_mask(values, gate.op, value)
 
 
 def tally(fails: BoolArray) -> Failures:

@@ -7,11 +7,11 @@ Nested summaries are read as ``a/b`` keys (``bot.core.history.runs.flatten``), s
 from __future__ import annotations
 
 import difflib
-from collections.abc import Iterable, Set
+from collections.abc import Callable, Iterable, Set
 
 from bot.core.models import Run
 
-__all__ = ["closest_keys", "resolve_key", "summary_keys"]
+__all__ = ["closest_keys", "gate_key", "resolve_key", "series_keys", "summary_keys"]
 
 CLOSE_KEYS = 3  # suggestions at most
 CLOSE_CUTOFF = 0.6  # difflib's similarity ratio a suggestion needs
@@ -22,6 +22,14 @@ def summary_keys(runs: Iterable[Run]) -> frozenset[str]:
     keys: set[str] = set()
     for run in runs:
         keys.update(run.summary)
+    return frozenset(keys)
+
+
+def series_keys(runs: Iterable[Run]) -> frozenset[str]:
+    """Every key of ``runs``' per-step series."""
+    keys: set[str] = set()
+    for run in runs:
+        keys.update(run.series)
     return frozenset(keys)
 
 
@@ -43,3 +51,10 @@ def resolve_key(metric: str, keys: Set[str]) -> str:
 def closest_keys(metric: str, keys: Iterable[str]) -> tuple[str, ...]:
     """The keys most like ``metric`` (difflib's ratio), best first: ``did you mean …?``."""
     return tuple(difflib.get_close_matches(metric, list(keys), n=CLOSE_KEYS, cutoff=CLOSE_CUTOFF))
+
+
+def gate_key(metric: str, summary: Set[str], series: Callable[[], Set[str]]) -> str:
+    """The key a gate on ``metric`` reads: a ``summary`` key (:func:`resolve_key`), else a
+    key of the per-step ``series`` (asked for only then), else ``metric`` itself."""
+    key = resolve_key(metric, summary)
+    return key if key in summary else resolve_key(metric, series())

@@ -16,25 +16,29 @@ import numpy.typing as npt
 from bot.core.models import LOWER_BOUND_OPS, Op, RuleSettings, passes
 
 __all__ = [
+    "EXACT",
     "decimals_of",
+    "exact_decimal",
     "limit_decimals",
     "looser_by",
     "looser_than_rule",
     "recompute_limit",
     "rounding_step",
+    "to_float",
+    "unit",
 ]
 
 
 # exact arithmetic for any float: 17 significant digits, exponents within ±324
-_EXACT = Context(prec=2000)
+EXACT = Context(prec=2000)
 
 
-def _dec(value: float) -> Decimal:
+def exact_decimal(value: float) -> Decimal:
     """The shortest decimal that round-trips to ``value``."""
     return Decimal(repr(float(value)))
 
 
-def _float(value: Decimal) -> float:
+def to_float(value: Decimal) -> float:
     """``value`` as a float, with negative zero folded to zero."""
     return float(value) + 0.0
 
@@ -55,22 +59,22 @@ def limit_decimals(unrounded: float, literal: str, significant_digits: int = 2) 
     written = decimals_of(literal)
     if unrounded == 0 or not np.isfinite(unrounded):
         return written
-    needed = significant_digits - 1 - _dec(unrounded).adjusted()
+    needed = significant_digits - 1 - exact_decimal(unrounded).adjusted()
     return max(written, needed)
 
 
-def _unit(decimals: int) -> Decimal:
+def unit(decimals: int) -> Decimal:
     """One unit in the last place at ``decimals`` decimals, exactly."""
     return Decimal(1).scaleb(-decimals)
 
 
 def rounding_step(decimals: int) -> float:
     """One unit in the last place at ``decimals`` decimals: 2 → 0.01, 0 → 1."""
-    return float(_unit(decimals))
+    return float(unit(decimals))
 
 
 def _quantize(value: Decimal, decimals: int, rounding: str) -> Decimal:
-    return value.quantize(_unit(decimals), rounding=rounding, context=_EXACT)
+    return value.quantize(unit(decimals), rounding=rounding, context=EXACT)
 
 
 def _finite(values: Sequence[float] | npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
@@ -85,10 +89,10 @@ def _unrounded(
     """The exact unrounded limit and the window's extreme value (min or max)."""
     lower = op in LOWER_BOUND_OPS
     extreme = float(values.min() if lower else values.max())
-    base = _dec(extreme)
-    with localcontext(_EXACT):
+    base = exact_decimal(extreme)
+    with localcontext(EXACT):
         # at 0 a relative allowance is no allowance: take it from the window's spread instead
-        spread = _dec(float(values.max())) - _dec(float(values.min()))
+        spread = exact_decimal(float(values.max())) - exact_decimal(float(values.min()))
         margin = allowance * (abs(base) if extreme != 0 else spread)
         return (base - margin if lower else base + margin), extreme
 
@@ -106,28 +110,28 @@ def recompute_limit(
     if array.size == 0:
         return None
     lower = op in LOWER_BOUND_OPS
-    exact, extreme = _unrounded(array, op, _dec(rule.allowance))
-    decimals = limit_decimals(_float(exact), literal, rule.significant_digits)
+    exact, extreme = _unrounded(array, op, exact_decimal(rule.allowance))
+    decimals = limit_decimals(to_float(exact), literal, rule.significant_digits)
     limit = _quantize(exact, decimals, ROUND_FLOOR if lower else ROUND_CEILING)
-    if not passes(extreme, op, _float(limit)):  # a strict gate exactly on the extreme
-        unit = _unit(decimals)
-        limit = _EXACT.subtract(limit, unit) if lower else _EXACT.add(limit, unit)
-    result = _float(limit)
+    if not passes(extreme, op, to_float(limit)):  # a strict gate exactly on the extreme
+        step = unit(decimals)
+        limit = EXACT.subtract(limit, step) if lower else EXACT.add(limit, step)
+    result = to_float(limit)
     if not passes(extreme, op, result):  # only with more decimals than a float holds
         result = float(np.nextafter(extreme, -np.inf if lower else np.inf))
     return result, decimals
 
 
 def _looseness(proposed: float, recomputed: float, op: Op) -> Decimal:
-    delta = _EXACT.subtract(_dec(recomputed), _dec(proposed))
+    delta = EXACT.subtract(exact_decimal(recomputed), exact_decimal(proposed))
     return delta if op in LOWER_BOUND_OPS else -delta
 
 
 def looser_by(proposed: float, recomputed: float, op: Op) -> float:
     """How much more permissive ``proposed`` is than ``recomputed`` (negative: stricter)."""
-    return _float(_looseness(proposed, recomputed, op))
+    return to_float(_looseness(proposed, recomputed, op))
 
 
 def looser_than_rule(proposed: float, recomputed: float, decimals: int, op: Op) -> bool:
     """Whether ``proposed`` is looser than ``recomputed`` by more than one rounding step."""
-    return _looseness(proposed, recomputed, op) > _unit(decimals)
+    return _looseness(proposed, recomputed, op) > unit(decimals)

@@ -1,42 +1,29 @@
 """Assembly of a :class:`Review` from a PR's gates and a run history (docs/json-review.md).
 
-Pure: no I/O. Each gated metric is extracted from the runs once, as numpy columns; regimes are
-detected once per history.
+Pure: no I/O. What each gate compares is extracted from the runs once, as numpy columns
+(``context``, ``values``); what differs by kind of gate — limit, reference, golden curve,
+aggregation — is in ``kinds``; regimes are detected once per history.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
-from datetime import datetime
 
+from bot.core.analysis.context import HistoryContext
 from bot.core.analysis.explain import (
-    describe_missing,
-    describe_old,
     describe_proposed,
     short_window_warning,
     straddle_warning,
 )
-from bot.core.analysis.failures import (
-    Diagnosis,
-    count_failures,
-    diagnose,
-    failing_mask,
-    failing_streak,
-    tally,
-)
-from bot.core.analysis.keys import closest_keys, resolve_key, summary_keys
-from bot.core.analysis.limits import looser_by, recompute_limit, rounding_step
+from bot.core.analysis.failures import Diagnosis, failing_streak, tally
+from bot.core.analysis.keys import resolve_key, summary_keys
+from bot.core.analysis.kinds import Ruling, failing, proposed_words, read_kind, rule_of
+from bot.core.analysis.limits import rounding_step
+from bot.core.analysis.old_value import explain_old
+from bot.core.analysis.references import finite
 from bot.core.analysis.regimes import detect_regimes
-from bot.core.analysis.verdicts import conclusion_of, verdict_of
-from bot.core.analysis.windows import (
-    BoolArray,
-    FloatArray,
-    Series,
-    run_times,
-    series_of,
-    window_start,
-)
+from bot.core.analysis.verdicts import conclusion_of, judge
+from bot.core.analysis.windows import BoolArray, Series, window_start
 from bot.core.models import (
     Change,
     Conclusion,
@@ -49,8 +36,8 @@ from bot.core.models import (
     RegimeSettings,
     Review,
     RuleSettings,
-    Run,
     UnboundVariable,
+    Verdict,
     WindowInfo,
 )
 
@@ -59,67 +46,8 @@ __all__ = ["SCANNED_METRICS", "build_review", "merge_reviews", "unavailable_revi
 SCANNED_METRICS = 32  # ungated metrics segmented for the regime table (the most logged ones)
 
 
-@dataclass
-class _Context:
-    """What every gate of one history shares: runs, regimes and the metric columns."""
-
-    runs: Sequence[Run]
-    regimes: list[Regime]
-    changes: list[Change]
-    read: int = 0  # runs read, in any state
-    unfinished_keys: frozenset[str] = frozenset()  # summary keys of runs not finished
-    times: FloatArray = field(init=False)
-    keys: frozenset[str] = field(init=False)  # summary keys of the finished runs
-    columns: dict[str, Series] = field(default_factory=dict)
-
-    def __post_init__(self) -> None:
-        self.times = run_times(self.runs)
-        self.keys = summary_keys(self.runs)
-
-    def key(self, metric: str) -> str:
-        """The summary key ``metric`` reads (``eval.acc`` reads a nested ``eval/acc``)."""
-        return resolve_key(metric, self.keys)
-
-    def series(self, metric: str) -> Series:
-        """``metric`` over the finished runs having it (extracted once, then cached)."""
-        key = self.key(metric)
-        if key not in self.columns:
-            self.columns[key] = series_of(self.runs, key, self.times)
-        return self.columns[key]
-
-    def closest(self, metric: str) -> tuple[str, ...]:
-        """The finished runs' keys most like ``metric``, which none of them has."""
-        return closest_keys(metric, self.keys)
-
-    def missing(self, metric: str) -> str:
-        """Why a gate on ``metric``, which no finished run has, cannot be verified."""
-        return describe_missing(
-            metric,
-            closest=self.closest(metric),
-            read=self.read,
-            finished=len(self.runs),
-            others_have_it=resolve_key(metric, self.unfinished_keys) in self.unfinished_keys,
-        )
-
-    def regime_start(self, metric: str) -> datetime | None:
-        """Start of ``metric``'s current regime: its newest change (None: all runs)."""
-        changes = self.changes_of(metric)
-        return changes[-1].at if changes else None
-
-    @property
-    def newest(self) -> datetime | None:
-        """When the newest finished run was created (None without runs)."""
-        return self.runs[-1].created_at if self.runs else None
-
-    def changes_of(self, metric: str) -> list[Change]:
-        """Regime changes that moved ``metric`` (all of them if none records its metrics)."""
-        key = self.key(metric)
-        moved = [c for c in self.changes if key in c.metrics]
-        return moved if moved or any(c.metrics for c in self.changes) else list(self.changes)
-
-
 def _gate_warnings(
-    ctx: _Context, gate: Gate, window: Series, info: WindowInfo, rule: RuleSettings
+    ctx: HistoryContext, gate: Gate, window: Series, info: WindowInfo, rule: RuleSettings
 ) -> list[str]:
     warnings: list[str] = []
     spec = rule.window
@@ -134,98 +62,83 @@ def _gate_warnings(
     return warnings
 
 
-def _directions(changes: Sequence[Change], key: str, lower: bool) -> tuple[list[int], list[int]]:
-    """Positions of ``changes`` that moved ``key`` toward failing a lower (``lower``) or upper
-    bound, and away from it; a change that records no move of ``key`` counts as both."""
-    toward: list[int] = []
-    away: list[int] = []
-    for change in changes:
-        shift = change.metrics.get(key)
-        if shift is None or shift.after == shift.before:
-            toward.append(change.index)
-            away.append(change.index)
-        else:
-            (toward if (shift.after < shift.before) == lower else away).append(change.index)
-    return toward, away
-
-
-def _explain_old(
-    ctx: _Context, gate: Gate, history: Series, fails: BoolArray, lookback: int
-) -> tuple[Diagnosis, str]:
-    """The case of the old value (``failures.diagnose``) and its words."""
-    key = ctx.key(gate.metric)
-    changes = ctx.changes_of(gate.metric)
-    toward, away = _directions(changes, key, gate.is_lower_bound)
-    found = diagnose(fails, history.index, lookback=lookback, toward=toward, away=away)
-    within = True
-    if changes and found.recent.failed:
-        first_failure = history.index[-lookback:][fails[-lookback:]][0]
-        within = bool(first_failure >= changes[-1].index)
-    streak_since = ctx.runs[int(history.index[-found.streak])].created_at if found.streak else None
-    return found, describe_old(
-        found,
-        metric=key,
-        runs=len(history),
-        change=next((c for c in changes if c.index == found.change), None),
-        streak_since=streak_since,
-        within_current_regime=within,
-        reference=ctx.newest,
-    )
-
-
-def _review_gate(ctx: _Context, change: GateChange, rule: RuleSettings, source: str) -> GateReview:
+def _explain(
+    ctx: HistoryContext,
+    change: GateChange,
+    verdict: Verdict,
+    proposed: Failures,
+    ruling: Ruling | None,
+    head_runs: int,
+    history: tuple[Series, BoolArray, int],
+) -> tuple[Diagnosis, str, tuple[str, ...]]:
+    """The case of the old value, the explanation, and the closest keys of a missing metric
+    (``head_runs``: how many runs have the proposed gate's metric)."""
     head, old_gate = change.head, change.base or change.head
-    lookback = rule.failure_lookback
-
-    head_series = ctx.series(head.metric)
-    window = head_series.tail(
-        window_start(head_series, rule.window, regime_start=ctx.regime_start(head.metric))
-    )
-    info = window.info(rule.window, ctx.runs)
-    limit = recompute_limit(window.values, head.op, old_gate.literal, rule)
-    recomputed, decimals = limit if limit is not None else (None, 0)
-    proposed_failures = count_failures(window.values, head.op, head.value)
-
-    history = ctx.series(old_gate.metric)
-    fails = failing_mask(history.values, old_gate.op, old_gate.value)
-    old_failures = tally(fails[-lookback:])
-    streak, failing_since = failing_streak(fails, history.index, ctx.runs)
-
-    verdict = verdict_of(
-        changed=change.changed,
-        window=proposed_failures,
-        proposed=head.value,
-        recomputed=recomputed,
-        decimals=decimals,
-        op=head.op,
-    )
+    series, fails, lookback = history
     closest: tuple[str, ...] = ()
-    if len(history):
-        diagnosis, old_words = _explain_old(ctx, old_gate, history, fails, lookback)
+    if len(series):
+        diagnosis, old_words = explain_old(ctx, old_gate, series, fails, lookback)
         parts = [old_words]
     else:
-        diagnosis, parts = Diagnosis("no_data", old_failures), [ctx.missing(old_gate.metric)]
-        closest = ctx.closest(old_gate.metric)
-    if change.changed and not len(head_series):
+        diagnosis = Diagnosis("no_data", tally(fails[-lookback:]))
+        parts, closest = [ctx.missing(old_gate.metric)], ctx.closest(old_gate.metric)
+    if change.changed and not head_runs:
         if ctx.key(head.metric) != ctx.key(old_gate.metric):
             parts.append(ctx.missing(head.metric))
             closest = ctx.closest(head.metric)
     elif change.changed:
-        rule_limit = recomputed if verdict == "looser_than_rule" else None
+        rule_value = ruling if verdict == "looser_than_rule" else None
         parts.append(
             describe_proposed(
-                head.literal,
-                proposed_failures,
-                rule_limit=rule_limit,
-                looser=0.0 if rule_limit is None else looser_by(head.value, rule_limit, head.op),
-                step=rounding_step(decimals),
+                proposed_words(head),
+                proposed,
+                rule_value=None if rule_value is None else rule_value.words,
+                looser=0.0 if rule_value is None else rule_value.looser,
+                step=rounding_step(0 if ruling is None else ruling.decimals),
             )
         )
-    elif verdict == "unchanged_failing" and old_failures.failed == 0:
-        parts.append(
-            f"fails {proposed_failures.failed} of {proposed_failures.total} runs in the window"
-        )
+    elif verdict == "unchanged_failing" and diagnosis.recent.failed == 0:
+        parts.append(f"fails {proposed.failed} of {proposed.total} runs in the window")
+    return diagnosis, "; ".join(parts), closest
 
+
+def _review_gate(
+    ctx: HistoryContext, change: GateChange, rule: RuleSettings, source: str
+) -> GateReview:
+    head, old_gate = change.head, change.base or change.head
+    lookback = rule.failure_lookback
+
+    head_series = ctx.values(head)
+    window = head_series.tail(
+        window_start(head_series, rule.window, regime_start=ctx.regime_start(head.metric))
+    )
+    info = window.info(rule.window, ctx.runs)
+    ruling = rule_of(head, window, old_gate.literal, rule)
+    proposed_failures = tally(failing(head, window))
+
+    history = ctx.values(old_gate)
+    fails = failing(old_gate, history)
+    old_failures = tally(fails[-lookback:])
+    streak, failing_since = failing_streak(fails, history.index, ctx.runs)
+
+    verdict = judge(
+        changed=change.changed,
+        window=proposed_failures,
+        looser=None if ruling is None else ruling.is_looser,
+    )
+    diagnosis, explanation, closest = _explain(
+        ctx,
+        change,
+        verdict,
+        proposed_failures,
+        ruling,
+        len(head_series),
+        (history, fails, lookback),
+    )
+    reading = read_kind(head, old_gate, window, ruling, rule)
+    if reading.worst_step is not None and proposed_failures.failed:
+        explanation += f"; farthest outside at step {reading.worst_step}"
+    in_window = finite(window.values)
     return GateReview(
         name=head.name,
         file=head.file,
@@ -234,10 +147,10 @@ def _review_gate(ctx: _Context, change: GateChange, rule: RuleSettings, source: 
         op=head.op,
         old=old_gate.value,
         proposed=head.value,
-        recomputed=recomputed,
+        recomputed=None if ruling is None else ruling.recomputed,
         window=info,
-        window_min=float(window.values.min()) if len(window) else None,
-        window_max=float(window.values.max()) if len(window) else None,
+        window_min=float(in_window.min()) if in_window.size else None,
+        window_max=float(in_window.max()) if in_window.size else None,
         old_failures=old_failures,
         proposed_failures=proposed_failures,
         consecutive_failures=streak,
@@ -245,14 +158,15 @@ def _review_gate(ctx: _Context, change: GateChange, rule: RuleSettings, source: 
         verdict=verdict,
         changed=change.changed,
         classification=diagnosis.classification,
-        explanation="; ".join(parts),
-        decimals=decimals,
+        explanation=explanation,
+        decimals=0 if ruling is None else ruling.decimals,
         source=source or (head.source.describe() if head.source else ""),
         declared_source=head.declared,
-        warnings=tuple(_gate_warnings(ctx, head, window, info, rule)),
+        warnings=(*_gate_warnings(ctx, head, window, info, rule), *reading.warnings),
         old_literal=old_gate.literal,
         proposed_literal=head.literal,
         closest_keys=closest,
+        **reading.fields(head),
     )
 
 
@@ -277,7 +191,7 @@ def build_review(
         detected = detect_regimes(runs, regime_settings, metrics=gated, extra=SCANNED_METRICS)
     regimes, changes = detected
     unfinished = summary_keys(r for r in history.runs if r.state != "finished")
-    ctx = _Context(runs, list(regimes), list(changes), len(history.runs), unfinished)
+    ctx = HistoryContext(runs, list(regimes), list(changes), len(history.runs), unfinished)
     reviews = tuple(_review_gate(ctx, change, rule, history.source) for change in gates)
     notes = list(warnings)
     if not runs:
@@ -330,6 +244,7 @@ def unavailable_review(
             declared_source=c.head.declared,
             old_literal=(c.base or c.head).literal,
             proposed_literal=c.head.literal,
+            **read_kind(c.head, c.base or c.head, None, None, rule).fields(c.head),
         )
         for c in gates
     )

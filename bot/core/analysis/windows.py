@@ -33,19 +33,34 @@ __all__ = [
 
 @dataclass(frozen=True, eq=False)
 class Series:
-    """One metric over the finished runs that have it, oldest first."""
+    """One metric over the finished runs that have it, oldest first.
+
+    ``values`` is what a gate compares per run (``bot.core.analysis.values``). Gates on a
+    per-step series also carry ``stepped``: whether the value came from the run's series (else
+    from its summary); golden curves carry ``grid``: the run's value at each checked step
+    (a row per run, a column per step, NaN where the run has no value at that step).
+    """
 
     metric: str
     values: FloatArray  # float64 metric values
     times: FloatArray  # float64 POSIX timestamps of created_at
     index: IntArray  # int64 position of each run among all finished runs
+    stepped: BoolArray | None = None
+    grid: FloatArray | None = None
 
     def __len__(self) -> int:
         return int(self.values.size)
 
     def tail(self, start: int) -> Series:
         """The suffix of this series from position ``start``."""
-        return Series(self.metric, self.values[start:], self.times[start:], self.index[start:])
+        return Series(
+            self.metric,
+            self.values[start:],
+            self.times[start:],
+            self.index[start:],
+            None if self.stepped is None else self.stepped[start:],
+            None if self.grid is None else self.grid[start:],
+        )
 
     def info(self, spec: WindowSpec, runs: Sequence[Run]) -> WindowInfo:
         """This series described as a window of ``spec``'s kind (``runs``: all finished runs)."""

@@ -1,7 +1,8 @@
 """The run history file formats, JSON Lines and CSV (docs/history-format.md): pure parsing.
 
 ``parse_history`` picks the format by the name's extension; ``select_runs`` applies a
-source's run filters.  Reading the file is the adapters' work
+source's run filters.  A JSON line may carry per-step series (``bot.core.history.series``);
+CSV rows carry none.  Reading the file is the adapters' work
 (``bot.adapters.history.files``).
 
 Values are validated here once, by hand, and ``Run`` objects are then built with
@@ -31,6 +32,7 @@ from typing import Any, cast, get_args
 from bot.core.bounded import json_bounds
 from bot.core.history.names import name_filter
 from bot.core.history.runs import Summary, read_summary
+from bot.core.history.series import BadSeries, RunSeries, read_series, values
 from bot.core.history.sources import BadHistory
 from bot.core.models import History, HistoryStats, Run, RunState, SourceSpec, as_utc
 
@@ -123,7 +125,11 @@ def _csv_summary(cells: Iterable[tuple[str, str]]) -> tuple[dict[str, float], in
 
 
 def _run(
-    fields: dict[str, Any], summary: dict[str, float], non_finite: int, non_numeric: int
+    fields: dict[str, Any],
+    summary: dict[str, float],
+    non_finite: int,
+    non_numeric: int,
+    series: RunSeries | None = None,
 ) -> _Parsed:
     run = Run.model_construct(
         id=_required(fields.get("id"), "id"),
@@ -133,7 +139,11 @@ def _run(
         commit=_text(fields.get("commit"), "commit"),
         tags=_tags(fields.get("tags")),
         summary=summary,
+        series=values(series) if series else {},
     )
+    if series:
+        non_finite += sum(steps.non_finite for steps in series.values())
+        non_numeric += sum(steps.non_numeric for steps in series.values())
     return _Parsed(run, non_finite, non_numeric)
 
 
@@ -159,7 +169,11 @@ def _jsonl_line(line: str) -> _Parsed:
     if isinstance(data.get("tags"), str):
         raise _BadLine("'tags' must be a list of strings")
     summary: Summary = read_summary(raw)  # nested objects flattened, numeric text read
-    parsed = _run(data, summary.metrics, summary.non_finite, summary.non_numeric)
+    try:  # per-step values (bot.core.history.series); null is no series
+        series = None if data.get("series") is None else read_series(data["series"])
+    except BadSeries as exc:
+        raise _BadLine(str(exc)) from None
+    parsed = _run(data, summary.metrics, summary.non_finite, summary.non_numeric, series)
     parsed.flattened, parsed.numeric_strings = summary.flattened, summary.numeric_strings
     return parsed
 
@@ -305,14 +319,7 @@ def select_runs(history: History, spec: SourceSpec) -> History:
         and (after is None or r.created_at >= after)
     ]
     if spec.summary_keys:
-        renamed = []
-        for r in runs:
-            summary = dict(r.summary)
-            for metric, key in spec.summary_keys.items():
-                if key in r.summary:
-                    summary[metric] = r.summary[key]
-            renamed.append(r.model_copy(update={"summary": summary}))
-        runs = renamed
+        runs = [_renamed(r, spec.summary_keys) for r in runs]
     if len(runs) == len(history.runs) and not spec.summary_keys:
         return history
     states = Counter(r.state for r in runs)
@@ -324,3 +331,14 @@ def select_runs(history: History, spec: SourceSpec) -> History:
         }
     )
     return History.model_construct(runs=tuple(runs), stats=stats, source=history.source)
+
+
+def _renamed(run: Run, summary_keys: dict[str, str]) -> Run:
+    """``run`` with each metric of ``summary_keys`` also under its name (summary, series)."""
+    summary, series = dict(run.summary), dict(run.series)
+    for metric, key in summary_keys.items():
+        if key in run.summary:
+            summary[metric] = run.summary[key]
+        if key in run.series:
+            series[metric] = run.series[key]
+    return run.model_copy(update={"summary": summary, "series": series})

@@ -36,6 +36,10 @@ _LEADING = re.compile(r"^([-+=#]|\d{1,9}[.)](?=\s|$))")
 _MENTION = re.compile(r"@")
 _REFERENCE = re.compile(r"(?i)(#|\bGH-)(?=\d)")  # #12, owner/repo#12, GH-12
 _AUTOLINK = re.compile(r"(?i)(://|www\.)")
+# what a fenced block must not hold: control characters but newline and tab, bidi overrides
+_FENCE_UNSAFE = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
+_BACKTICK_RUN = re.compile(r"`+")
+_FENCE_LINE = re.compile(r"^ {0,3}(`{3,}|~{3,})(.*)$")
 
 
 def escape(value: object, limit: int = 1000) -> Markdown:
@@ -83,11 +87,53 @@ def link(text: object, url: str | None) -> Markdown:
     return Markdown(f"[{label}]({target})")
 
 
+def fenced(text: str, info: str = "", limit: int = 4000) -> Markdown:
+    """Outside text as a fenced code block, shown exactly as written (nothing in it is
+    interpreted): the fence is longer than any backtick run in the text, so no line of it
+    can close the block; control characters other than newline and tab, and bidi
+    overrides, are removed; text longer than ``limit`` characters is shortened.  ``info``
+    (the language) is the bot's own."""
+    body = _FENCE_UNSAFE.sub("", text.replace("\r\n", "\n"))
+    if len(body) > limit:
+        body = body[: limit - 1] + "…"
+    longest = max((len(run) for run in _BACKTICK_RUN.findall(body)), default=0)
+    fence = "`" * max(3, longest + 1)
+    return Markdown(f"{fence}{info}\n{body.rstrip(chr(10))}\n{fence}")
+
+
+def _split_code(lines: Iterable[str]) -> tuple[list[str], str | None]:
+    """The lines outside fenced code blocks (fences excluded), and the fence of a block
+    still open at the end, or None (CommonMark: a fence line of at least as many of the same
+    character, with nothing after it, closes the block)."""
+    outside: list[str] = []
+    fence: str | None = None
+    for line in lines:
+        match = _FENCE_LINE.match(line)
+        run, rest = match.groups() if match else ("", "")
+        if match and run[0] == "`" and "`" in rest:
+            match = None  # a backtick fence's info string holds no backtick: not a fence
+        if fence is None:
+            if match:
+                fence = run
+            else:
+                outside.append(line)
+        elif match and run[0] == fence[0] and len(run) >= len(fence) and not rest.strip():
+            fence = None
+    return outside, fence
+
+
+def _tags(lines: Iterable[str], tag: str) -> int:
+    """How many lines start with ``tag`` (the templates write ``<details>`` and
+    ``</details>`` at the start of a line)."""
+    return sum(line.startswith(tag) for line in lines)
+
+
 def truncate(text: str, limit: int, notice: str) -> str:
     """``text`` cut at a line boundary to fit ``limit`` characters, ending with ``notice``.
 
-    Open ``<details>`` blocks are closed.  Escaped outside text never contains a raw
-    ``<``, so every tag counted here comes from the templates.
+    A code block left open is closed, then the open ``<details>`` blocks.  Escaped outside
+    text never contains a raw ``<`` and fenced outside text is not counted, so every tag
+    counted here comes from the templates.
     """
     if len(text) <= limit:
         return text
@@ -96,8 +142,9 @@ def truncate(text: str, limit: int, notice: str) -> str:
     kept = text[:budget]
     while True:
         kept = kept[: max(0, kept.rfind("\n"))]
-        depth = kept.count("<details>") - kept.count("</details>")
-        tail = closer * depth
+        outside, fence = _split_code(kept.split("\n"))
+        depth = _tags(outside, "<details>") - _tags(outside, "</details>")
+        tail = (f"{fence}\n" if fence else "") + closer * max(0, depth)
         if len(kept) + len(tail) <= budget or not kept:
             break
     return f"{kept}\n{tail}\n{notice}"

@@ -18,6 +18,7 @@ from pydantic import BaseModel, ConfigDict
 
 from bot.core.formatting import day_month_year
 from bot.core.models import Review
+from bot.core.render.gates import hints, judged, placeholder_rows
 from bot.core.render.markdown import Markdown, code, escape, join, truncate
 from bot.core.render.sources import source_lines
 from bot.core.render.view import (
@@ -25,6 +26,7 @@ from bot.core.render.view import (
     gate_row,
     headline,
     history_phrase,
+    rebaseline_command,
     regime_metrics,
     regime_rows,
     rule_values,
@@ -83,12 +85,18 @@ def _context(
     review: Review, repo_url: str | None, app_mode: bool, approved: str | None = None
 ) -> dict[str, object]:
     metrics = regime_metrics(review)
+    gates = judged(review)
+    fixes = rule_values(review, flagged_only=True)
+    every = rule_values(review, flagged_only=False)
     return {
         "marker": Markdown(MARKER),
         "review": review,
         "headline": headline(review, approved),
-        "rows": [gate_row(g) for g in review.gates],
-        "fold_gates": len(review.gates) > FOLD_GATES,
+        "rows": [gate_row(g) for g in gates],
+        "fold_gates": len(gates) > FOLD_GATES,
+        "placeholders": placeholder_rows(review),
+        "hints": hints(review),
+        "references": any(g.kind == "reference" for g in gates),
         "regime_metrics": metrics,
         "regimes": regime_rows(review, metrics, repo_url),
         "fold_regimes": len(review.regimes) > FOLD_REGIMES,
@@ -97,10 +105,12 @@ def _context(
         "history": history_phrase(review),
         "sources": source_lines(review),
         "allowance": review.rule.allowance_percent,
-        "fixes": rule_values(review, flagged_only=True),
-        "rule_values": rule_values(review, flagged_only=False),
-        "unverified": [] if review.error else [g for g in review.gates if g.verdict == "no_data"],
-        "new_sources": [g for g in review.gates if g.proposed_source],
+        "fixes": fixes,
+        "fix_command": rebaseline_command(fixes, named=True),
+        "rule_values": every,
+        "every_command": rebaseline_command(every, named=False),
+        "unverified": [] if review.error else [g for g in gates if g.verdict == "no_data"],
+        "new_sources": [g for g in gates if g.proposed_source],
         "approved": approved,
         "app_mode": app_mode,
     }
@@ -147,7 +157,14 @@ def render_check(
     )
 
 
+_SPANS = {"rel_span", "abs_span"}  # where a tolerance is written: for /rebaseline, not JSON
+_NOT_IN_JSON = {"gates": {"__all__": {"tolerance": _SPANS, "recomputed_tolerance": _SPANS}}}
+
+
 def render_json(review: Review) -> str:
-    """The JSON review (docs/json-review.md): the stable fields, plus explanatory extras."""
-    data = review.model_dump(mode="json")
+    """The JSON review (docs/json-review.md): the stable fields, plus explanatory extras.
+
+    A tolerance is ``{"rel": …, "abs": …}``: where its literals are written in the file
+    (``rel_span``, ``abs_span``) is left out, as the file's offsets are no contract."""
+    data = review.model_dump(mode="json", exclude=_NOT_IN_JSON)
     return json.dumps(data, indent=2, ensure_ascii=False, allow_nan=False) + "\n"

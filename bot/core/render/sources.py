@@ -51,9 +51,10 @@ def source_phrase(gate: GateReview) -> Markdown:
 
 
 def source_lines(review: Review) -> list[tuple[str, Markdown]]:
-    """``(file, phrase)`` for each file and distinct source of its gates, in gate order."""
+    """``(file, phrase)`` for each file and distinct source of its judged gates (not the
+    placeholders), in gate order."""
     lines: dict[tuple[str, str], Markdown] = {}
-    for gate in review.gates:
+    for gate in (g for g in review.gates if not g.ignored):
         phrase = source_phrase(gate)
         lines.setdefault((gate.file, phrase), phrase)
     return [(file, phrase) for (file, _), phrase in lines.items()]

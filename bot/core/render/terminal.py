@@ -9,6 +9,7 @@ from rich.table import Table
 from rich.text import Text
 
 from bot.core.models import Review
+from bot.core.render.gates import judged, label_plain, metric_plain, placeholder_rows
 from bot.core.render.view import gate_row, verdict_counts
 
 COLUMNS = (
@@ -44,23 +45,42 @@ def headline_plain(review: Review) -> str:
     """The one-line verdict as plain text."""
     if review.error and review.conclusion == "neutral":
         return f"not reviewed: {review.error}"
-    counts = verdict_counts(review.gates)
+    counts = verdict_counts(judged(review))
     summary = ", ".join(f"{n} {verdict.replace('_', ' ')}" for verdict, n in counts.items())
     if review.error:
         summary += f"; the history could not be read: {review.error}"
     return f"{review.conclusion.replace('_', ' ')}: {summary or 'no gates'}"
 
 
+def _placeholders_caption(review: Review) -> Text | None:
+    """The placeholders, apart from the judged gates: ``Placeholders, not judged: …``."""
+    rows = placeholder_rows(review)
+    if not rows:
+        return None
+    listed = "; ".join(
+        f"{r.gate.name} = {r.value} ({r.gate.file} line {r.gate.line}): {r.gate.ignored}"
+        for r in rows
+    )
+    return Text(plain(f"Placeholders, not judged: {listed}"))
+
+
 def review_table(review: Review) -> Table:
-    """One row per gate; every cell is plain text (no Rich markup is interpreted)."""
-    table = Table(title=Text(plain(headline_plain(review))), title_justify="left")
+    """One row per judged gate (a reference reads ``metric ≈ 0.95 ±8% (≥ 0.874)``), the
+    placeholders in the caption; every cell is plain text (no Rich markup is interpreted)."""
+    table = Table(
+        title=Text(plain(headline_plain(review))),
+        title_justify="left",
+        caption=_placeholders_caption(review),
+        caption_justify="left",
+    )
     for column in COLUMNS:
         table.add_column(column)
-    for g in review.gates:
+    for g in judged(review):
         row = gate_row(g)
+        worst = f"\nworst at step {g.worst_step}" if g.worst_step is not None else ""
         cells = (
-            g.name,
-            f"{g.metric} {row.op}",
+            label_plain(g) + worst,
+            metric_plain(g),
             row.change,
             row.rule,
             row.window,

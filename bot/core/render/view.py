@@ -13,20 +13,29 @@ from dataclasses import dataclass
 
 from bot.core.analysis.verdicts import ACTION_VERDICTS, needs_action
 from bot.core.formatting import (
-    at_decimals,
     day_month_year,
     decimals_range,
     plural,
     significant_no_exponent,
 )
 from bot.core.models import Change, GateReview, Regime, Review, WindowInfo
+from bot.core.render.conditions import OP_SIGNS, rule_text, tolerance_too_tight
+from bot.core.render.gates import (
+    flagged,
+    gate_label,
+    judged,
+    metric_cell,
+    placeholders,
+    proposed_text,
+    value_text,
+    where,
+)
 from bot.core.render.markdown import Markdown, code, escape, join, link
 
 MOVED_METRICS = 2  # ungated metrics that moved most, shown in the regime table
 MAX_EXTRA_METRICS = 4  # ungated metric columns at most
 MAX_PULLS = 5  # PRs named per regime change (the most likely: attribution ranks them)
 
-OP_SIGNS = {">=": "≥", ">": ">", "<=": "≤", "<": "<"}
 VERDICT_WORDS = {
     "ok": "ok",
     "unchanged": "unchanged",
@@ -60,20 +69,7 @@ def _short(sha: str | None) -> str:
     return (sha or "?")[:7]
 
 
-_NUMERIC_LITERAL = re.compile(r"[+-]?(?:\d[\d_]*(?:\.[\d_]*)?|\.\d[\d_]*)(?:[eE][+-]?\d+)?")
 _QUOTED = re.compile(r"\\`(.+?)\\`")  # a `quoted` name once escaped
-
-
-def _value_text(literal: str, value: float, decimals: int) -> str:
-    """A gate's value as its file writes it (``0.50``, ``0.040``); the float at ``decimals``
-    when the literal is unknown."""
-    text = literal.strip()
-    return text if _NUMERIC_LITERAL.fullmatch(text) else at_decimals(value, decimals)
-
-
-def _proposed_text(g: GateReview) -> str:
-    """The proposed value of ``g`` as written."""
-    return _value_text(g.proposed_literal, g.proposed, g.decimals)
 
 
 def _prose(text: str) -> Markdown:
@@ -87,6 +83,9 @@ class GateRow:
 
     gate: GateReview
     op: str
+    label: Markdown
+    metric: Markdown
+    where: Markdown
     change: Markdown
     rule: str
     window: str
@@ -114,7 +113,7 @@ def _fails(failed: int, total: int) -> Markdown:
 
 def gate_row(g: GateReview) -> GateRow:
     """The cells of ``g``'s row in the gates table."""
-    old, new = _value_text(g.old_literal, g.old, g.decimals), _proposed_text(g)
+    old, new = value_text(g.old_literal, g.old, g.decimals), proposed_text(g)
     if not g.changed:
         change = Markdown(old)
     elif g.old == g.proposed:
@@ -127,8 +126,11 @@ def gate_row(g: GateReview) -> GateRow:
     return GateRow(
         gate=g,
         op=OP_SIGNS[g.op],
+        label=gate_label(g),
+        metric=metric_cell(g),
+        where=where(g),
         change=change,
-        rule=at_decimals(g.recomputed, g.decimals),
+        rule=rule_text(g),
         window=spread,
         old_fails=_fails(g.old_failures.failed, g.old_failures.total),
         new_fails=_fails(g.proposed_failures.failed, g.proposed_failures.total),
@@ -173,7 +175,7 @@ def regime_metrics(review: Review, extra: int = MOVED_METRICS) -> list[str]:
     them, the metric it moved most; then the ungated metrics that moved most, up to ``extra``
     of these, and never more than ``MAX_EXTRA_METRICS`` in all."""
     present = {m for r in review.regimes for m in r.medians}
-    columns = [m for m in dict.fromkeys(g.metric for g in review.gates) if m in present]
+    columns = [m for m in dict.fromkeys(g.metric for g in judged(review)) if m in present]
     added: list[str] = []
     for change in review.changes:
         moved = [m for m in change.metrics if m in present]
@@ -228,7 +230,7 @@ def _attention(gates: Sequence[GateReview]) -> str:
 
 def _finding(review: Review) -> tuple[str, str, Markdown]:
     """The review's verdict as ``(icon, label, text)``: never ✅ without evidence."""
-    gates = review.gates
+    gates = judged(review)
     total = plural(len(gates), "gate")
     flagged = [g for g in gates if needs_action(g)]
     reason = escape(review.error or "the run history could not be read", 300)
@@ -257,15 +259,20 @@ def headline(review: Review, approved: str | None = None) -> Markdown:
     who approved which values, then what the review found."""
     icon, label, text = _finding(review)
     if approved:
-        flagged = [g for g in review.gates if needs_action(g)] or list(review.gates)
-        values = join(Markdown(f"{code(g.name)} = {_proposed_text(g)}") for g in flagged)
+        named = flagged(review) or list(judged(review))
+        values = join(Markdown(f"{code(g.name)} = {proposed_text(g)}") for g in named)
         return Markdown(
             f"✅ **{escape(approved)}** for {values}: the check passes with these values until"
             f" a push changes any of them. The review found: {text}."
         )
-    if not review.gates and not review.error:
+    if not judged(review) and not review.error:
+        if review.gates:
+            count = plural(len(review.gates), "placeholder")
+            return Markdown(f"✅ **Nothing to judge** in this change: {count}, not judged.")
         return Markdown("✅ **No threshold gates** in this change: nothing to review.")
-    return Markdown(f"{icon} **{label}:** {text}.")
+    apart = placeholders(review)
+    extra = f"; {plural(len(apart), 'placeholder')} not judged" if apart else ""
+    return Markdown(f"{icon} **{label}:** {text}{extra}.")
 
 
 def _window_phrase(info: WindowInfo, review: Review) -> str:
@@ -285,7 +292,7 @@ def _window_phrase(info: WindowInfo, review: Review) -> str:
 def window_groups(review: Review) -> list[tuple[str, list[str]]]:
     """Each distinct window used, with the gates that used it."""
     groups: dict[str, list[str]] = {}
-    for g in review.gates:
+    for g in judged(review):
         groups.setdefault(_window_phrase(g.window, review), []).append(g.name)
     return list(groups.items())
 
@@ -321,16 +328,28 @@ def history_phrase(review: Review) -> str:
 
 def rule_values(review: Review, *, flagged_only: bool) -> list[tuple[GateReview, str]]:
     """Gates whose rule value differs from the proposed one, with that value formatted
-    (what ``/rebaseline`` would write); ``flagged_only``: only gates whose verdict needs
-    action (not a new history source alone: the rule's value would not mend that)."""
+    (what ``/rebaseline`` would write: for a reference gate the recomputed reference, and
+    the tolerance it needs when the gate's is too tight, ``0.93 ±12%``); ``flagged_only``:
+    only gates whose verdict needs action (not a new history source alone: the rule's value
+    would not mend that).  Placeholders are never listed."""
     values = []
-    for g in review.gates:
+    for g in judged(review):
         if g.recomputed is None or (flagged_only and g.verdict not in ACTION_VERDICTS):
             continue
-        value = at_decimals(g.recomputed, g.decimals)
-        if g.recomputed != g.proposed:
-            values.append((g, value))
+        if g.recomputed != g.proposed or tolerance_too_tight(g):
+            values.append((g, rule_text(g)))
     return values
+
+
+def rebaseline_command(values: Sequence[tuple[GateReview, str]], *, named: bool) -> str:
+    """The ``/rebaseline`` command that writes ``values`` (:func:`rule_values`): the gates
+    by name when ``named``, with ``--tolerance`` when a reference's tolerance is too tight."""
+    words = ["/rebaseline"]
+    if named:
+        words += list(dict.fromkeys(g.name for g, _ in values))
+    if any(tolerance_too_tight(g) for g, _ in values):
+        words.append("--tolerance")
+    return " ".join(words)
 
 
 def verdict_counts(gates: Iterable[GateReview]) -> Counter[str]:
@@ -340,15 +359,18 @@ def verdict_counts(gates: Iterable[GateReview]) -> Counter[str]:
 
 def check_title(review: Review) -> str:
     """The check run's title, untruncated: ``2 of 5 gates need attention``."""
-    gates = review.gates
+    gates = judged(review)
     total = plural(len(gates), "gate")
-    flagged = [g for g in gates if needs_action(g)]
-    if review.error and all(g.verdict == "no_data" for g in flagged):
+    attention = flagged(review)
+    if review.error and all(g.verdict == "no_data" for g in attention):
         return "Run history unavailable"
     if not gates:
+        if review.gates:
+            return f"{plural(len(review.gates), 'placeholder')}, nothing to judge"
         return "No threshold gates"
-    if flagged:
-        return f"{len(flagged)} of {total} {'needs' if len(flagged) == 1 else 'need'} attention"
+    if attention:
+        verb = "needs" if len(attention) == 1 else "need"
+        return f"{len(attention)} of {total} {verb} attention"
     missing = sum(g.verdict == "no_data" for g in gates)
     if missing:
         return f"{missing} of {total} cannot be verified"

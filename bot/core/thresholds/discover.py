@@ -23,13 +23,25 @@ from pathlib import PurePosixPath
 
 from bot.core.bounded import LinearPattern, compile_linear
 from bot.core.config import FileDecl, GateDecl, RepoConfig
-from bot.core.models import DeclaredSource, Gate, SourceSpec, ThresholdFile, Tolerance
+from bot.core.models import (
+    SIDES_OPS,
+    DeclaredSource,
+    Gate,
+    SourceSpec,
+    ThresholdFile,
+    Tolerance,
+)
 from bot.core.thresholds.curves import parse_curves
 from bot.core.thresholds.detect import detect_structured
 from bot.core.thresholds.expressions import structured_expressions
 from bot.core.thresholds.python import PYTHON_SUFFIXES, is_test_file, parse_python
 from bot.core.thresholds.shell import SHELL_SUFFIXES, declared_gate, is_shell_script, parse_shell
-from bot.core.thresholds.structured import STRUCTURED_SUFFIXES, TOML_SUFFIXES, parse_structured
+from bot.core.thresholds.structured import (
+    STRUCTURED_SUFFIXES,
+    TOML_SUFFIXES,
+    coupled_notes,
+    parse_structured,
+)
 from bot.core.thresholds.tables import TABLE_SUFFIXES, parse_table
 
 
@@ -123,10 +135,6 @@ def resolve_source(
     return merged, DeclaredSource.of(merged, origin)
 
 
-def _with_source(gate: Gate, resolved: Resolved) -> Gate:
-    return gate.model_copy(update={"source": resolved[0], "declared": resolved[1]})
-
-
 def _declared_source(
     config: RepoConfig,
     where: str,
@@ -176,20 +184,24 @@ def _finish(
     names = _metric_names(config, decls)
     ignored = {name for _, d in decls for name in d.ignore}
     tolerance = _default_tolerance(config, decls)
+    sides = next((d.sides for _, d in decls if d.sides is not None), None)
     file_source = resolve_source(config, None, decls, named_in_file)
+    by_pattern: dict[str, Resolved] = {"": file_source}  # one pattern declares many gates
     gates = []
     for gate in found.gates:
-        resolved = (
-            _declared_source(config, gate.pattern, decls, named_in_file)
-            if gate.pattern
-            else file_source
-        )
+        resolved = by_pattern.get(gate.pattern)
+        if resolved is None:
+            resolved = _declared_source(config, gate.pattern, decls, named_in_file)
+            by_pattern[gate.pattern] = resolved
         update: dict[str, object] = {"metric": names.get(gate.metric, gate.metric)}
         if gate.name in ignored and not gate.ignored:
             update["ignored"] = "listed under 'ignore' in the config"
         if gate.kind == "reference" and gate.tolerance is None and tolerance is not None:
             update["tolerance"] = tolerance
-        gates.append(_with_source(gate.model_copy(update=update), resolved))
+        if gate.kind == "reference" and sides is not None and not gate.pattern:
+            update["op"] = SIDES_OPS[sides]  # a shape found without config: the entry's sides
+        update |= {"source": resolved[0], "declared": resolved[1]}
+        gates.append(gate.model_copy(update=update))
     return found.model_copy(
         update={"gates": tuple(gates), "source": file_source[0], "declared": file_source[1]}
     )
@@ -202,9 +214,11 @@ def _structured(
     gates: dict[tuple[str, str, str], Gate] = {}
     for index, decl in decls:
         for number, gate in parse_structured(path, text, decl, config):
-            tagged = gate.model_copy(update={"pattern": f"files.{index}.gates.{number}"})
+            where = f"files.{index}.gates.{number}"  # parse_structured's own, unless reused
+            tagged = gate if gate.pattern == where else gate.model_copy(update={"pattern": where})
             gates.setdefault((gate.name, gate.metric, gate.op), tagged)
-    return ThresholdFile(path=path, gates=tuple(gates.values()))
+    notes = coupled_notes(gates.values())  # coupled literals the file writes otherwise
+    return ThresholdFile(path=path, gates=tuple(gates.values()), notes=notes)
 
 
 def _shell(
@@ -252,6 +266,16 @@ def is_candidate(path: str, config: RepoConfig) -> bool:
     return suffix in SHELL_SUFFIXES
 
 
+def is_named(path: str, config: RepoConfig) -> bool:
+    """Whether the config names ``path`` (a ``files:``, ``shell:`` or ``python:`` glob): else
+    the file is read because of its name only, and the App stays quiet about it unless the
+    PR changes one of its gates (a test file that merely has an assert is no news)."""
+    globs = (*(d.path for d in config.files), *config.shell, *config.python)
+    if PurePosixPath(path).suffix.lower() not in PYTHON_SUFFIXES:
+        return True
+    return any(glob_match(g, path) for g in globs)
+
+
 def _other(
     path: str, text: str, config: RepoConfig, decls: list[tuple[int, FileDecl]]
 ) -> ThresholdFile | None:
@@ -260,15 +284,17 @@ def _other(
     named = bool(decls)
     found: ThresholdFile | None = None
     if suffix in PYTHON_SUFFIXES:
-        found = parse_python(path, text)
+        found = parse_python(path, text, decls)
     elif suffix in TABLE_SUFFIXES:
         table = next((d.csv for _, d in decls if d.csv is not None), None)
         found = parse_table(path, text, table)
     elif suffix in STRUCTURED_SUFFIXES:
+        curves = parse_curves(path, text)
         if any(d.gates for _, d in decls):
             found = _structured(path, text, config, decls)
+            found = _merged(found, curves) if curves is not None else found
         else:
-            found = parse_curves(path, text) or detect_structured(path, text, named=named)
+            found = curves or detect_structured(path, text, named=named)
         if suffix not in TOML_SUFFIXES:
             found = _merged(found, structured_expressions(path, text))
     elif named:
@@ -306,5 +332,6 @@ def find_gates(path: str, text: str, config: RepoConfig) -> ThresholdFile | None
     shell = is_shell_script(path, text)
     if listed or (shell and (decls or not config.shell)):
         found = _shell(path, text, config, decls)
-        return found if found.gates or decls or listed else None
+        hinted = any(u.config for u in found.unbound)  # e.g. LOSS_THRESHOLD passed to a checker
+        return found if found.gates or decls or listed or hinted else None
     return _other(path, text, config, decls)

@@ -13,9 +13,9 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import Literal
 
-PartKind = Literal["plain", "single", "double", "ansi"]  # ansi: ``$'...'``
+from bot.core.thresholds.shell_quoting import Part, unquote_part
+
 # longest first, so that ``<<-`` wins over ``<<`` and ``<``
 OPERATORS: tuple[str, ...] = ("<<-", "<<<", "&&", "||", ";;", ";&", "|&", "<<", ">>", "<&")
 OPERATORS += (">&", "&>", ">|", "<>", *";&|()<>")
@@ -29,7 +29,6 @@ _NESTED_SPECIAL = {
     "`": re.compile(r"[\\`]"),
 }
 _ANSI_SPECIAL = re.compile(r"[\\']")
-_ESCAPE = re.compile(r"\\(.)", re.DOTALL)
 MAX_NESTING = 32
 """Quotes and substitutions nested deeper than this raise ``NestingError``."""
 
@@ -47,54 +46,6 @@ def _deeper(depth: int, offset: int) -> int:
     if depth >= MAX_NESTING:
         raise NestingError(offset)
     return depth + 1
-
-
-@dataclass(frozen=True, slots=True)
-class Part:
-    """A run of a word's source: unquoted text or the content of one quoted string."""
-
-    kind: PartKind
-    text: str  # source text of the content, quotes excluded
-    start: int  # offset of ``text`` in the file
-
-
-_DOUBLE_ESCAPE = re.compile(r"\\([$`\"\\\n])")  # the only escapes inside "..."
-_ANSI_ESCAPE = re.compile(
-    r"\\(?:(?P<simple>[abeEfnrtv\\'\"?])|(?P<oct>[0-7]{1,3})|x(?P<hex>[0-9A-Fa-f]{1,2})"
-    r"|u(?P<u4>[0-9A-Fa-f]{1,4})|U(?P<u8>[0-9A-Fa-f]{1,8})|c(?P<ctrl>.))",
-    re.DOTALL,
-)
-_ANSI_SIMPLE = {"a": "\a", "b": "\b", "e": "\x1b", "E": "\x1b", "f": "\f", "n": "\n"}
-_ANSI_SIMPLE |= {"r": "\r", "t": "\t", "v": "\v", "\\": "\\", "'": "'", '"': '"', "?": "?"}
-
-
-def _ansi_char(match: re.Match[str]) -> str:
-    """One escape of ``$'...'`` (bash's ANSI-C quoting) as the character it stands for."""
-    if match["simple"]:
-        return _ANSI_SIMPLE[match["simple"]]
-    if match["ctrl"]:
-        return chr(ord(match["ctrl"]) & 0x1F)
-    code = (
-        int(match["oct"], 8)
-        if match["oct"]
-        else int(match["hex"] or match["u4"] or match["u8"], 16)
-    )
-    return chr(code) if code <= 0x10FFFF else ""
-
-
-def _double_char(match: re.Match[str]) -> str:
-    return "" if match[1] == "\n" else match[1]  # backslash-newline continues the line
-
-
-def unquote_part(part: Part) -> str:
-    """The text a part stands for once the shell removed its quotes and escapes."""
-    if part.kind == "single" or "\\" not in part.text:
-        return part.text
-    if part.kind == "double":
-        return _DOUBLE_ESCAPE.sub(_double_char, part.text)
-    if part.kind == "ansi":
-        return _ANSI_ESCAPE.sub(_ansi_char, part.text)
-    return _ESCAPE.sub(r"\1", part.text)
 
 
 @dataclass(slots=True)
@@ -133,12 +84,14 @@ Token = Word | Operator
 
 @dataclass
 class Lexed:
-    """The tokens of a script, in order, and its here-document bodies.
+    """The tokens of a script, in order, its here-document bodies and its comments
+    (offset of the ``#``, text up to the end of the line).
 
     A run of newlines (blank lines, comment lines) gives one newline operator."""
 
     tokens: list[Token]
     heredocs: list[Heredoc]
+    comments: list[tuple[int, str]] = field(default_factory=list)
 
 
 def skip_nested(text: str, i: int, opener: str, closer: str, depth: int = 1) -> int:
@@ -277,6 +230,7 @@ def lex(text: str) -> Lexed:
     """Split a shell script into words and operators, keeping every offset."""
     tokens: list[Token] = []
     heredocs: list[Heredoc] = []
+    comments: list[tuple[int, str]] = []
     pending: list[tuple[str, bool, bool]] = []
     i, n = 0, len(text)
     while i < n:
@@ -296,7 +250,9 @@ def lex(text: str) -> Lexed:
                 pending = []
         elif c == "#":
             end = text.find("\n", i)
-            i = n if end < 0 else end
+            end = n if end < 0 else end
+            comments.append((i, text[i:end]))
+            i = end
         elif c in ";&|()<>":
             op = m[0] if (m := _OPERATOR.match(text, i)) else c
             tokens.append(Operator(op, i))
@@ -310,4 +266,4 @@ def lex(text: str) -> Lexed:
         else:
             word, i = _read_word(text, i)
             tokens.append(word)
-    return Lexed(tokens, heredocs)
+    return Lexed(tokens, heredocs, comments)

@@ -1,265 +1,326 @@
-"""Gates in YAML / JSON / TOML files, declared in the repository config by key path.
+"""Gates in YAML / JSON / TOML files, declared in the repository config by key path or pattern.
 
-Each ``GateDecl.key`` (``a.b.0.c``; list items by index; a component with dots in
-``"double quotes"``) is located in the file together with the exact character span of
-its scalar, so that the editor changes only the literal:
+Each ``GateDecl.key`` is a plain key path (``a.b.0.c``) or a pattern (``*.min_al``,
+``tasks[name=gsm8k].metrics[*].value``: ``bot.core.thresholds.patterns``).  Every literal
+it names becomes a gate with its exact span (``located``, ``literals``), so that the editor
+changes only the literal.  Per declaration:
 
-* YAML: PyYAML's composer gives every node's ``start_mark`` / ``end_mark``;
-* JSON: a small position-keeping walk over text that ``json.loads`` accepted;
-* TOML: tomlkit keeps the literal as written; its offset is where the document, rendered
-  with that one value replaced, first differs from the original.
+* ``metric`` and ``name`` are templates over the match (``templates``: ``{1}``, ``{key}``,
+  ``{.field}``, ``{..field}``); ``metric_from: F`` is ``{.F}``; a gate's name is by default
+  the key path of its literal (the plain key path as written, for one);
+* ``kind`` / ``op`` / ``sides`` / ``tolerance`` default to the file entry's (and the
+  tolerance to the config's); a reference's ``sides`` (else its ``op``, else both) give its
+  operator; a tolerance part given as a key names a literal beside the gate's, else in an
+  enclosing mapping up to the top level, and its span is kept for ``/rebaseline
+  --tolerance``;
+* ``coupled`` literals (``factor`` x the gate's value) are found the same way;
+* ``ignore: true``, or a ``# threshold-bot: ignore`` comment on the literal's line, makes
+  the gate a placeholder; a placeholder that is not a number (``nan``, ``TBD``) gives none.
 
-A quoted numeric string (``"0.56"``) is accepted, its span excluding the quotes.
-``parse_structured`` returns one gate per declared gate, in declaration order.
-
-The file is hostile (a pull request writes it): YAML aliases, nesting deeper than
-``MAX_DEPTH`` and numbers of more than ``MAX_DIGITS`` digits are refused before anything
-is built (``bot.core.bounded``; tomlkit refuses TOML nested more than 100 levels), each as
-a ``ThresholdFileError`` naming the line.  tomlkit's parser is quadratic on some inputs
-(long runs of blank lines, of quotes, long arrays), so TOML files longer than
-``MAX_TOML_CHARS`` are refused.
+Errors are ``ThresholdFileError``s: a plain key path that is missing (``gate 'X': key 'y'
+not found under a.b``), a pattern that matches nothing (``files.0.gates.1: pattern 'x.*.y'
+matches nothing in F``), a match that is not a number, a template field or a tolerance or
+coupled key that names nothing.
 """
 
 from __future__ import annotations
 
-import json
-import math
-import re
-from collections.abc import Mapping, MutableSequence
-from dataclasses import dataclass
-from pathlib import PurePosixPath
-from typing import Any
+from collections.abc import Iterable
+from decimal import Decimal, InvalidOperation
 
-import tomlkit
-import yaml
-from tomlkit.exceptions import TOMLKitError
-from tomlkit.items import Float, Integer, String
-
-from bot.core.bounded import MAX_DIGITS, BoundedLoader, json_bounds, yaml_problem
+from bot.core.bounded import collector_paused
 from bot.core.config import FileDecl, GateDecl, RepoConfig
-from bot.core.models import Gate
+from bot.core.models import SIDES_OPS, Coupled, Gate, GateKind, Op, Span, Tolerance
 from bot.core.thresholds.errors import ThresholdFileError
+from bot.core.thresholds.literals import (
+    IGNORED_IN_CONFIG,
+    IGNORED_IN_FILE,
+    NUMERIC,
+    Literal,
+    literal_at,
+    literal_span,
+    marked_ignore,
+    number,
+)
+from bot.core.thresholds.located import (
+    JSON_SUFFIXES,
+    STRUCTURED_SUFFIXES,
+    TOML_SUFFIXES,
+    YAML_SUFFIXES,
+    Located,
+    locate,
+)
+from bot.core.thresholds.patterns import (
+    Match,
+    child,
+    find,
+    leaf_of,
+    leaf_value,
+    lookup,
+    parse_pattern,
+)
+from bot.core.thresholds.templates import KeyPaths, Part, expand, parse_template
+from bot.core.thresholds.toml_spans import MAX_TOML_CHARS
+from bot.core.thresholds.tree import Node
 
-YAML_SUFFIXES = frozenset({".yaml", ".yml"})
-JSON_SUFFIXES = frozenset({".json"})
-TOML_SUFFIXES = frozenset({".toml"})
-MAX_TOML_CHARS = 128 * 1024
-"""Longer TOML threshold files are refused: tomlkit would take seconds to minutes."""
-STRUCTURED_SUFFIXES = YAML_SUFFIXES | JSON_SUFFIXES | TOML_SUFFIXES
-_NUMERIC = re.compile(r"[+-]?(?:\d[\d_]*(?:\.[\d_]*)?|\.\d[\d_]*)(?:[eE][+-]?\d+)?")
-_KEY_PART = re.compile(r'"(?P<quoted>[^"]*)"|(?P<plain>[^."][^.]*)')
-_DECODER = json.JSONDecoder()
-_SHOWN = 60  # characters of a value quoted in an error
-_JSON_ATOM = re.compile(r"-?(?:Infinity|\d[\d.eE+-]*)|true|false|null|NaN")
-
-
-@dataclass(frozen=True)
-class Scalar:
-    """A scalar's source span and text (quotes included when it is quoted)."""
-
-    start: int
-    end: int
-    text: str
-
-
-class _Missing(LookupError):
-    """A key path component that is not in the file; carries the path found so far."""
-
-
-def split_key(key: str) -> list[str]:
-    """Split a dotted key path; ``"..."`` protects dots inside one component."""
-    parts: list[str] = []
-    pos = 0
-    while pos <= len(key):
-        match = _KEY_PART.match(key, pos)
-        end = match.end() if match else pos
-        if match is None or (end < len(key) and key[end] != "."):
-            raise ValueError(f"invalid key path {key!r}")
-        parts.append(match["quoted"] if match["quoted"] is not None else match["plain"])
-        pos = end + 1
-    return parts
-
-
-def _descend(container: Any, part: str, done: list[str]) -> Any:
-    """One key path step into a mapping or list; ``_Missing`` names where it stops."""
-    if isinstance(container, Mapping) and part in container:
-        done.append(part)
-        return container[part]
-    if isinstance(container, MutableSequence) and part.isdigit() and int(part) < len(container):
-        done.append(part)
-        return container[int(part)]
-    where = ".".join(done) or "the top level"
-    if isinstance(container, Mapping | MutableSequence):
-        raise _Missing(f"key {part!r} not found under {where}")
-    raise _Missing(f"{where} is a single value, it has no key {part!r}")
-
-
-# --------------------------------------------------------------------------- YAML
-
-
-def _yaml_tree(node: yaml.Node, text: str) -> Any:
-    """Composed YAML nodes as dicts, lists and ``Scalar``s (keys as their text)."""
-    if isinstance(node, yaml.MappingNode):
-        pairs = [(k, v) for k, v in node.value if isinstance(k, yaml.ScalarNode)]
-        return {str(k.value): _yaml_tree(v, text) for k, v in pairs}
-    if isinstance(node, yaml.SequenceNode):
-        return [_yaml_tree(v, text) for v in node.value]
-    start, end = node.start_mark.index, node.end_mark.index
-    return Scalar(start, end, text[start:end])
-
-
-def _yaml_locator(path: str, text: str) -> Any:
-    try:
-        root = yaml.compose(text, Loader=BoundedLoader)
-    except yaml.YAMLError as exc:
-        line, problem = yaml_problem(exc, text)
-        raise ThresholdFileError(path, line, f"not valid YAML: {problem}") from None
-    return {} if root is None else _yaml_tree(root, text)
-
-
-# --------------------------------------------------------------------------- JSON
-
-
-def _ws(text: str, i: int) -> int:
-    while i < len(text) and text[i] in " \t\n\r":
-        i += 1
-    return i
-
-
-def _json_value(text: str, i: int) -> tuple[Any, int]:
-    """Parse the JSON value at ``i`` (already validated) into dicts, lists and ``Scalar``s."""
-    i = _ws(text, i)
-    char = text[i]
-    if char in "{[":
-        closer = "}" if char == "{" else "]"
-        items: list[tuple[str, Any]] = []
-        i = _ws(text, i + 1)
-        while text[i] != closer:
-            key = ""
-            if char == "{":
-                key, i = _DECODER.raw_decode(text, i)
-                i = _ws(text, i) + 1  # past the colon
-            value, i = _json_value(text, i)
-            items.append((key, value))
-            i = _ws(text, i)
-            i = _ws(text, i + 1) if text[i] == "," else i
-        tree: Any = dict(items) if char == "{" else [v for _, v in items]
-        return tree, i + 1
-    if char == '"':
-        _, end = _DECODER.raw_decode(text, i)
-        return Scalar(i, end, text[i:end]), end
-    atom = _JSON_ATOM.match(text, i)
-    end = atom.end() if atom else i + 1
-    return Scalar(i, end, text[i:end]), end
-
-
-def _json_locator(path: str, text: str) -> Any:
-    if (found := json_bounds(text)) is not None:
-        line = text.count("\n", 0, found[0]) + 1
-        raise ThresholdFileError(path, line, f"not valid JSON: {found[1]}")
-    try:
-        json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise ThresholdFileError(path, exc.lineno, f"not valid JSON: {exc.msg}") from None
-    return _json_value(text, 0)[0]
-
-
-# --------------------------------------------------------------------------- TOML
-
-
-def _toml_scalar(path: str, text: str, parts: list[str]) -> Scalar:
-    """Locate a TOML value by replacing it and diffing the rendering against the original."""
-    if len(text) > MAX_TOML_CHARS:
-        reason = f"TOML threshold files are read up to {MAX_TOML_CHARS:,} characters"
-        raise ThresholdFileError(path, None, f"{reason}; this one has {len(text):,}")
-    try:
-        doc = tomlkit.parse(text)
-    except TOMLKitError as exc:
-        line = getattr(exc, "line", None)
-        raise ThresholdFileError(path, line, f"not valid TOML: {exc}") from None
-    done: list[str] = []
-    parent: Any = doc
-    for part in parts[:-1]:
-        parent = _descend(parent, part, done)
-    item = _descend(parent, parts[-1], done)
-    if not isinstance(item, Integer | Float | String):
-        raise _Missing(f"{'.'.join(parts)} is {str(item)[:40]!r}, not a number")
-    raw = item.as_string()
-    last = int(parts[-1]) if isinstance(parent, MutableSequence) else parts[-1]
-    starts = []
-    for marker in (True, False):  # they differ in their first character: one differs from raw
-        parent[last] = marker
-        pairs = zip(text, doc.as_string(), strict=False)
-        starts.append(next((i for i, (a, b) in enumerate(pairs) if a != b), len(text)))
-    start = min(starts)
-    if text[start : start + len(raw)] != raw:
-        raise ThresholdFileError(path, None, f"cannot locate the literal of {'.'.join(parts)!r}")
-    return Scalar(start, start + len(raw), raw)
-
-
-# --------------------------------------------------------------------------- gates
-
-
-def _literal(path: str, text: str, key: str, scalar: Scalar) -> tuple[str, int, int]:
-    """The numeric literal inside a scalar (unquoted) and its span."""
-    raw, start, end = scalar.text, scalar.start, scalar.end
-    if len(raw) >= 2 and raw[0] == raw[-1] and raw[0] in "\"'":
-        raw, start, end = raw[1:-1], start + 1, end - 1
-    line = text.count("\n", 0, start) + 1
-    shown = repr(raw if len(raw) <= _SHOWN else raw[:_SHOWN] + "…")
-    if sum(c.isdigit() for c in raw) > MAX_DIGITS:
-        raise ThresholdFileError(path, line, f"{key}: {shown} has more than {MAX_DIGITS} digits")
-    if not _NUMERIC.fullmatch(raw) or not math.isfinite(float(raw.replace("_", ""))):
-        raise ThresholdFileError(path, line, f"{key}: {shown} is not a number")
-    return raw, start, end
-
-
-def _locate(path: str, text: str, parts: list[str], tree: Any) -> Scalar:
-    node, done = tree, list[str]()
-    for part in parts:
-        node = _descend(node, part, done)
-    if not isinstance(node, Scalar):
-        kind = "mapping" if isinstance(node, dict) else "list"
-        raise _Missing(f"{'.'.join(parts)} is a {kind}, not a number")
-    return node
+__all__ = [  # the suffixes and the TOML bound are discovery's too
+    "JSON_SUFFIXES",
+    "MAX_TOML_CHARS",
+    "STRUCTURED_SUFFIXES",
+    "TOML_SUFFIXES",
+    "YAML_SUFFIXES",
+    "coupled_notes",
+    "parse_structured",
+]
 
 
 def parse_structured(
     path: str, text: str, decl: FileDecl, config: RepoConfig
 ) -> list[tuple[int, Gate]]:
     """The gates ``decl`` declares in a YAML / JSON / TOML file, each with the index of its
-    ``GateDecl``; ``ThresholdFileError`` if one is missing."""
-    suffix = PurePosixPath(path).suffix.lower()
-    if suffix not in STRUCTURED_SUFFIXES:
-        raise ThresholdFileError(
-            path, None, "gates by key path need a .yaml, .yml, .json or .toml file"
+    ``GateDecl``, in declaration order and, per pattern, in the file's order."""
+    with collector_paused():
+        located = locate(path, text)
+        where = _where(decl, config)
+        paths = KeyPaths()
+        gates: list[tuple[int, Gate]] = []
+        for index, gate_decl in enumerate(decl.gates):
+            declared = _Declared(located, paths, decl, gate_decl, config, f"{where}gates.{index}")
+            gates += [(index, gate) for gate in declared.gates()]
+        return gates
+
+
+def _where(decl: FileDecl, config: RepoConfig) -> str:
+    """``files.N.`` of the entry in the config (``""`` when it is not there)."""
+    for index, entry in enumerate(config.files):
+        if entry is decl:
+            return f"files.{index}."
+    for index, entry in enumerate(config.files):
+        if entry == decl:
+            return f"files.{index}."
+    return ""
+
+
+def _plain_parts(key: str) -> list[str]:
+    """A plain key path's parts; ``ValueError`` for a pattern or an invalid path."""
+    pattern = parse_pattern(key)
+    if not pattern.exact:
+        raise ValueError(f"{key!r} must be a plain key path, not a pattern")
+    return [s.text if s.kind == "key" else str(s.index) for s in pattern.steps]
+
+
+class _Declared:
+    """One gate declaration, read against the file."""
+
+    def __init__(
+        self,
+        located: Located,
+        paths: KeyPaths,
+        file: FileDecl,
+        decl: GateDecl,
+        config: RepoConfig,
+        where: str,
+    ) -> None:
+        self.located, self.paths, self.decl, self.where = located, paths, decl, where
+        label = decl.name or decl.key
+        try:
+            self.pattern = parse_pattern(decl.key)
+        except ValueError as exc:
+            raise ThresholdFileError(located.path, None, f"gate {label!r}: {exc}") from None
+        field = decl.metric_from or ""
+        template = decl.metric or (f"{{{field}}}" if field.startswith(".") else f"{{.{field}}}")
+        self.metric = self._template("metric", template)
+        self.name = self._template("name", decl.name) if decl.name else None
+        self.kind: GateKind = decl.kind or file.kind or "limit"
+        sides = decl.sides or (None if decl.op else file.sides)
+        reference_op: Op = SIDES_OPS[sides] if sides else (decl.op or "==")
+        self.op: Op = reference_op if self.kind == "reference" else (decl.op or ">=")
+        self.tolerance = decl.tolerance or file.tolerance or config.tolerance
+        if self.kind == "limit":
+            self.tolerance = None
+        self._extra: dict[str, object] = {"pattern": where} if where.startswith("files.") else {}
+        if self.kind != "limit":
+            self._extra["kind"] = self.kind
+        self._found: dict[tuple[int, str], tuple[Span, str]] = {}
+        self._tolerances: dict[tuple[int | None, int | None], Tolerance] = {}
+
+    def _template(self, what: str, template: str) -> list[Part]:
+        try:
+            return parse_template(template, self.pattern.captures)
+        except ValueError as exc:
+            raise ThresholdFileError(
+                self.located.path, None, f"{self.where}: {what}: {exc}"
+            ) from None
+
+    def _fail(self, match: Match | None, reason: str) -> ThresholdFileError:
+        leaf = leaf_of(match.node) if match is not None else None
+        line = self.located.line(self.located.scalar(leaf, "").start) if leaf else None
+        return ThresholdFileError(self.located.path, line, f"{self.where}: {reason}")
+
+    def gates(self) -> list[Gate]:
+        """A gate per literal the key names."""
+        if self.pattern.exact:
+            return [self._gate(self._exact(), self.decl.name or self.decl.key, self.decl.key)]
+        matches = find(self.pattern, self.located.root)
+        if not matches:
+            raise self._fail(
+                None, f"pattern {self.decl.key!r} matches nothing in {self.located.path}"
+            )
+        gates = []
+        placeholders = self.decl.ignore or bool(self.located.ignored_lines)
+        for match in matches:
+            path = self.paths.of(match.trail)
+            if not (placeholders and self._placeholder_without_number(match, path)):
+                name = self._expand(self.name, match, path) if self.name else path
+                gates.append(self._gate(match, name, path))
+        if self.name and len({g.name for g in gates}) < len(gates):
+            raise self._fail(
+                None,
+                f"name {self.decl.name!r} is the same for {len(gates)} literals: "
+                "give it a placeholder ({1}, {key}, {.field}) or leave it out",
+            )
+        return gates
+
+    def _placeholder_without_number(self, match: Match, path: str) -> bool:
+        """A match marked as a placeholder (``ignore``, or the comment) that is not a number
+        (``nan``, ``TBD``): no gate, and no error either."""
+        leaf = leaf_of(match.node)
+        if leaf is None or NUMERIC.fullmatch(leaf.value) is not None:
+            return False
+        start = self.located.scalar(leaf, path).start
+        return self.decl.ignore or marked_ignore(self.located, self.located.line(start))
+
+    def _exact(self) -> Match:
+        """The node at a plain key path; ``gate 'X': key 'y' not found under a.b`` if not."""
+        node: Node = self.located.root
+        done: list[str] = []
+        trail: list[tuple[object, str | int]] = []
+        for step in self.pattern.steps:
+            part = step.text if step.kind == "key" else str(step.index)
+            found = child(node, part)
+            if found is None:
+                where = ".".join(done) or "the top level"
+                reason = (
+                    f"key {part!r} not found under {where}"
+                    if isinstance(node, dict | list)
+                    else f"{where} is a single value, it has no key {part!r}"
+                )
+                label = self.decl.name or self.decl.key
+                raise ThresholdFileError(self.located.path, None, f"gate {label!r}: {reason}")
+            trail.append((node, found[1]))
+            node = found[0]
+            done.append(part)
+        return Match(node, tuple(trail), ())
+
+    def _expand(self, parts: list[Part], match: Match, path: str) -> str:
+        try:
+            return expand(parts, match, leaf_value)
+        except LookupError as exc:
+            raise self._fail(match, f"{path}: {exc.args[0]}") from None
+
+    def _gate(self, match: Match, name: str, path: str) -> Gate:
+        span = literal_at(self.located, match.node, path)
+        ignored = IGNORED_IN_CONFIG if self.decl.ignore else ""
+        if not ignored and marked_ignore(self.located, span.line):
+            ignored = IGNORED_IN_FILE
+        # only what differs from the defaults: a gate given every field takes twice as long
+        extra = dict(self._extra)
+        if self.tolerance is not None and (tolerance := self._tolerance(match, path)):
+            extra["tolerance"] = tolerance
+        if ignored:
+            extra["ignored"] = ignored
+        if self.decl.coupled:
+            extra["coupled"] = tuple(self._coupled(match, path, span))
+        return Gate(
+            name=name,
+            file=self.located.path,
+            line=span.line,
+            metric=self._expand(self.metric, match, path),
+            op=self.op,
+            value=number(span),
+            literal=span.literal,
+            start=span.start,
+            end=span.end,
+            **extra,  # type: ignore[arg-type]
         )
-    tree = _yaml_locator(path, text) if suffix in YAML_SUFFIXES else None
-    if suffix in JSON_SUFFIXES:
-        tree = _json_locator(path, text)
-    return [(i, _gate(path, text, suffix, gate, tree)) for i, gate in enumerate(decl.gates)]
+
+    def _tolerance(self, match: Match, path: str) -> Tolerance | None:
+        if self.tolerance is None:
+            return None
+        rel, absolute = self.tolerance.rel, self.tolerance.abs
+        rel_span = (
+            self._beside(match, path, rel, "tolerance key")[0] if isinstance(rel, str) else None
+        )
+        abs_span = (
+            self._beside(match, path, absolute, "tolerance key")[0]
+            if isinstance(absolute, str)
+            else None
+        )
+        key = (rel_span.start if rel_span else None, abs_span.start if abs_span else None)
+        if key not in self._tolerances:  # one object for the gates sharing the literals
+            self._tolerances[key] = Tolerance(
+                rel=_part(rel, rel_span),
+                abs=_part(absolute, abs_span),
+                rel_span=rel_span,
+                abs_span=abs_span,
+            )
+        return self._tolerances[key]
+
+    def _beside(self, match: Match, path: str, key: str, what: str) -> tuple[Span, str]:
+        """The literal at ``key`` beside the match or in an enclosing mapping (nearest
+        first), and its key path."""
+        try:
+            parts = _plain_parts(key)
+        except ValueError as exc:
+            raise self._fail(None, f"{what}: {exc}") from None
+        found = lookup(match, parts)
+        if found is None:
+            reason = f"{what} {key!r} is not beside {path} nor in a mapping enclosing it"
+            raise self._fail(match, reason)
+        cache = (id(found.node), key)
+        if cache not in self._found:
+            name = self.paths.of(found.trail)
+            self._found[cache] = (literal_span(self.located, found.node, name), name)
+        return self._found[cache]
+
+    def _coupled(self, match: Match, path: str, own: Literal) -> list[Coupled]:
+        coupled = []
+        for item in self.decl.coupled:
+            span, name = self._beside(match, path, item.key, "coupled key")
+            if span.start == own.start:
+                raise self._fail(match, f"coupled key {item.key!r} is the gate's own literal")
+            coupled.append(Coupled(name=name, factor=item.factor, span=span))
+        return coupled
 
 
-def _gate(path: str, text: str, suffix: str, decl: GateDecl, tree: Any) -> Gate:
+def _part(given: float | str | None, span: Span | None) -> float | None:
+    """A tolerance part: the literal's value when it names one, else the number given."""
+    if span is not None:
+        return number(span)
+    return None if given is None or isinstance(given, str) else float(given)
+
+
+def coupled_notes(gates: Iterable[Gate]) -> tuple[str, ...]:
+    """A note for each coupled literal the file does not write as ``factor`` x the gate's
+    value, to the coupled literal's precision (``/rebaseline`` would change it anyway)."""
+    notes = []
+    for gate in gates:
+        for item in gate.coupled:
+            expected = item.factor * gate.value
+            off = abs(number(item.span) - expected)
+            if off > _half_unit(item.span.literal) + 1e-9 * abs(expected):
+                notes.append(
+                    f"{gate.file}:{item.span.line}: {item.name} is {item.span.literal}, not "
+                    f"{item.factor:g} x {gate.literal} ({gate.name}) = {expected:.6g}; "
+                    f"/rebaseline will write {item.factor:g} x the new value"
+                )
+    return tuple(notes)
+
+
+def _half_unit(literal: str) -> float:
+    """Half a unit of the literal's last written digit (``1.88`` -> 0.005)."""
     try:
-        parts = split_key(decl.key)
-        if suffix in TOML_SUFFIXES:
-            scalar = _toml_scalar(path, text, parts)
-        else:
-            scalar = _locate(path, text, parts, tree)
-    except (_Missing, ValueError) as exc:
-        if isinstance(exc, ThresholdFileError):
-            raise
-        raise ThresholdFileError(path, None, f"gate {decl.name or decl.key!r}: {exc}") from None
-    literal, start, end = _literal(path, text, decl.key, scalar)
-    return Gate(
-        name=decl.name or decl.key,
-        file=path,
-        line=text.count("\n", 0, start) + 1,
-        metric=decl.metric or decl.key,
-        op=decl.op or ">=",
-        value=float(literal.replace("_", "")),
-        literal=literal,
-        start=start,
-        end=end,
-    )
+        exponent = Decimal(literal.replace("_", "")).as_tuple().exponent
+    except InvalidOperation:
+        return 0.0
+    return 0.5 * 10.0 ** int(exponent) if isinstance(exponent, int) else 0.0

@@ -27,13 +27,19 @@ from bot.adapters.github.errors import (
     GitHubUnprocessable,
 )
 from bot.adapters.settings import DEFAULT_THRESHOLD_FILE_BYTES
+from bot.core.analysis.curves import recompute_points
 from bot.core.commands import Command
-from bot.core.models import Review, RuleSettings
+from bot.core.history.series import with_series
+from bot.core.history.sources import HistoryError, HistorySource
+from bot.core.models import Gate, Review, RuleSettings
 from bot.core.render.markdown import code, escape
+from bot.features.rebaseline.literals import PointValues
 from bot.features.rebaseline.plan import (
     FilePlan,
+    GateKey,
     RebaselineResult,
     commit_message,
+    gate_key,
     plan_file,
     rule_for,
     unknown_gates,
@@ -81,7 +87,9 @@ def plan(
     except ValueError as exc:  # --allowance over the repository's cap
         raise RebaselineError(str(exc)) from None
     found = replace(found, config=found.config.model_copy(update={"rule": rule}))
-    review = _attributed_review(gh, repo, pull, found, remote_history)
+    history = HistoryRouter(repo_history(gh, repo, pull.base_ref), remote_history)
+    review = _attributed_review(gh, repo, pull, found, history)
+    points = curve_points(found, review, history)
     texts: dict[str, str] = {}
     plans: list[FilePlan] = []
     for tf in found.files:
@@ -89,7 +97,7 @@ def plan(
         if text is None:
             continue
         texts[tf.path] = text
-        plans.append(plan_file(tf, text, review, command, today=today, by=by))
+        plans.append(plan_file(tf, text, review, command, today=today, by=by, points=points))
     result = RebaselineResult(
         mode="dry_run" if command.dry_run else "nothing",
         pull=pull,
@@ -104,15 +112,40 @@ def plan(
 
 
 def _attributed_review(
-    gh: GitHubAPI,
-    repo: str,
-    pull: PullInfo,
-    found: PullThresholds,
-    remote_history: RemoteHistory | None,
+    gh: GitHubAPI, repo: str, pull: PullInfo, found: PullThresholds, history: HistorySource
 ) -> Review:
-    history = HistoryRouter(repo_history(gh, repo, pull.base_ref), remote_history)
     review = analyse(found, history).review
     return attribute(gh, repo, review, ref=pull.head_sha)  # ranked as the review ranks them
+
+
+def curve_points(
+    found: PullThresholds, review: Review, history: HistorySource
+) -> dict[GateKey, PointValues]:
+    """The rule's value at each step of the golden curves that have data, by gate; their
+    runs are read again from each source, once per source (a source that fails now leaves
+    its curves without values: they are left as they are)."""
+    reviews = {gate_key(g): g for g in review.gates}
+    rule = found.config.rule
+    by_source: dict[str, list[Gate]] = {}
+    for change in found.changes:
+        gate, judged = change.head, reviews.get(gate_key(change.head))
+        if not gate.points or gate.ignored or gate.source is None or judged is None:
+            continue
+        if judged.recomputed is not None:
+            by_source.setdefault(gate.source.key(), []).append(gate)
+    points: dict[GateKey, PointValues] = {}
+    for gates in by_source.values():
+        spec = gates[0].source
+        assert spec is not None  # grouped by it
+        try:
+            runs = history.fetch(with_series(spec, gates)).finished
+        except HistoryError:
+            continue
+        for gate in gates:
+            window = reviews[gate_key(gate)].window
+            start = window.first if rule.window.kind == "regime" else None
+            points[gate_key(gate)] = recompute_points(gate, runs, rule, regime_start=start)
+    return points
 
 
 def rebaseline(

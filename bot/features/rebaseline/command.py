@@ -106,7 +106,7 @@ def audit_detail(result: RebaselineResult) -> dict[str, Any]:
     """What the audit log keeps of a rebaseline: gates old → new, commits, review, rule."""
     return {
         "gates": {
-            f"{plan.path}:{edit.gate.name}": [edit.gate.literal, edit.new_literal]
+            f"{plan.path}:{edit.label}": [edit.old_literal, edit.new_literal]
             for plan in result.changed
             for edit in plan.edits
         },

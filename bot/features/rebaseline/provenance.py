@@ -13,12 +13,13 @@ from collections.abc import Sequence
 from datetime import date, datetime
 
 from bot.core.formatting import iso_date, significant_g
-from bot.core.models import Change, Frozen, RuleSettings
+from bot.core.models import Change, Frozen, ReferenceStatistic, RuleSettings
 
 PREFIX = "threshold-bot:"
 _BLOCK_START = re.compile(r"^(?P<indent>[ \t]*)#[ \t]*threshold-bot:")
 _CONTINUATION = re.compile(r"^[ \t]*#[ \t]{2,}\S")
-_NO_COMMENTS = (".json",)
+# formats without ``#`` comments: a provenance line would break them
+_NO_COMMENTS = (".json", ".jsonl", ".json5", ".ipynb", ".csv", ".tsv")
 
 
 class Provenance(Frozen):
@@ -31,10 +32,16 @@ class Provenance(Frozen):
     on: date
     by: str | None = None
     changes: tuple[Change, ...] = ()
+    limits: bool = True  # a limit changed (the allowance rule)
+    # set when a reference gate changed: how its reference was recomputed
+    reference: ReferenceStatistic | None = None
+    tolerance: bool = False  # a tolerance was widened too (``--tolerance``)
 
 
 def supports_comments(path: str) -> bool:
-    """JSON has no comments, so no provenance can be written there."""
+    """Whether ``#`` starts a comment in the file's format: not in JSON (nor JSON Lines,
+    notebooks) or CSV/TSV tables, where no provenance can be written.  Shell scripts,
+    Python, YAML and TOML have ``#`` comments."""
     return not path.lower().endswith(_NO_COMMENTS)
 
 
@@ -52,11 +59,15 @@ def provenance_lines(prov: Provenance, *, indent: str = "") -> list[str]:
     if prov.window_first and prov.window_last:
         span = f" ({iso_date(prov.window_first)} .. {iso_date(prov.window_last)})"
     who = f" by {_plain(prov.by)}" if prov.by else ""
-    lines = [
-        f"{PREFIX} rebaselined {iso_date(prov.on)}{who} with /rebaseline",
-        f"  rule: {rule.allowance_percent} allowance from the min/max of {window_text}, "
-        f"{prov.runs} runs{span}",
-    ]
+    kept = "widened where the runs did not fit" if prov.tolerance else "kept"
+    runs = f"{window_text}, {prov.runs} runs{span}"
+    lines = [f"{PREFIX} rebaselined {iso_date(prov.on)}{who} with /rebaseline"]
+    if prov.limits:
+        lines.append(f"  rule: {rule.allowance_percent} allowance from the min/max of {runs}")
+        if prov.reference:
+            lines.append(f"  references: the {prov.reference} of the same runs; tolerance {kept}")
+    elif prov.reference:
+        lines.append(f"  rule: references are the {prov.reference} of {runs}; tolerance {kept}")
     if prov.changes:
         lines.append("  regime changes:")
         for change in prov.changes:
@@ -105,6 +116,8 @@ def write_provenance(text: str, prov: Provenance, *, first_gate_line: int) -> st
         indent = _BLOCK_START.match(bodies[start]).group("indent")  # type: ignore[union-attr]
     else:
         start = end = max(0, min(first_gate_line - 1, len(lines)))
+        while start > 0 and bodies[start - 1].endswith("\\"):
+            start = end = start - 1  # never between a line and its continuation
         target = bodies[start] if start < len(bodies) else ""
         indent = target[: len(target) - len(target.lstrip(" \t"))]
     new = [line + newline for line in provenance_lines(prov, indent=indent)]

@@ -5,15 +5,19 @@ Pure text functions; outside text (gate names, paths, errors) is escaped.
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Mapping, Sequence
 
+from bot.core.config import CONFIG_PATH
 from bot.core.models import RuleSettings
 from bot.core.render.markdown import code, escape
+from bot.features.rebaseline.literals import GateEdit, ToleranceNote
 from bot.features.rebaseline.plan import FilePlan, RebaselineResult
 from bot.features.rebaseline.suggestions import unified
 from bot.features.replies import mention
 
 MAX_NAMES = 20  # gate names listed in a hint
+MAX_STEPS = 5  # steps of one golden curve listed in the reply (the rest are counted)
 
 
 def describe_rule(rule: RuleSettings) -> str:
@@ -26,6 +30,41 @@ def describe_rule(rule: RuleSettings) -> str:
     else:
         span = f"runs since {window.since}"
     return f"{rule.allowance_percent} allowance from the min/max of {span}"
+
+
+def _rows(path: str, edits: Sequence[GateEdit]) -> list[str]:
+    """The table rows of one file's edits: at most ``MAX_STEPS`` steps of each curve, then
+    how many more."""
+    total = Counter(e.gate.name for e in edits if e.part.startswith("step "))
+    seen: Counter[str] = Counter()
+    rows: list[str] = []
+    for edit in edits:
+        name = edit.gate.name
+        if edit.part.startswith("step "):
+            seen[name] += 1
+            if seen[name] > MAX_STEPS:
+                if seen[name] == MAX_STEPS + 1:
+                    more = f"and {total[name] - MAX_STEPS} more steps"
+                    rows.append(f"| {code(path)} | {code(name)} | {more} |")
+                continue
+        what = f"{code(name)} {escape(edit.part)}" if edit.part else code(name)
+        change = f"{escape(edit.old_literal)} → **{escape(edit.new_literal)}**"
+        rows.append(f"| {code(path)} | {what} | {change} |")
+    return rows
+
+
+_TOLERANCE_NOTES = {
+    "not_asked": "is too tight for the window (the rule needs {needed}); "
+    "`/rebaseline --tolerance` also widens it",
+    "config": "is not written in the threshold file (the config or its default sets it): "
+    "change it to {needed} in `" + CONFIG_PATH + "`",
+    "unwritable": "is written in a form /rebaseline cannot rewrite: change it to {needed} by hand",
+}
+
+
+def _tolerance_note(path: str, note: ToleranceNote) -> str:
+    what = _TOLERANCE_NOTES[note.reason].format(needed=escape(note.needed))
+    return f"- The tolerance of {code(note.gate)} ({code(path)}) {what}."
 
 
 _HEADINGS = {
@@ -42,16 +81,17 @@ _HEADINGS = {
 def rebaseline_reply(result: RebaselineResult) -> str:
     """The reply to ``/rebaseline``: old → new per gate, and what was not done and why."""
     lines = [_HEADINGS[result.mode], ""]
-    edits = [(p.path, e) for p in result.changed for e in p.edits]
-    if edits:
+    if result.changed:
         lines += ["| file | gate | old → new |", "|---|---|---|"]
-        for path, edit in edits:
-            change = f"{escape(edit.gate.literal)} → **{escape(edit.new_literal)}**"
-            lines.append(f"| {code(path)} | {code(edit.gate.name)} | {change} |")
+        for plan in result.changed:
+            lines += _rows(plan.path, plan.edits)
         lines.append("")
     elif result.plans and result.mode in ("dry_run", "nothing"):
         lines += ["Every gate already has the value the rule gives.", ""]
-    lines.append(f"Rule: {describe_rule(result.rule)}.")
+    references = ""
+    if any(e.is_reference for p in result.changed for e in p.edits):
+        references = f"; references: the {result.rule.reference} of the same runs"
+    lines.append(f"Rule: {describe_rule(result.rule)}{references}.")
     if result.commits:
         shas = ", ".join(sha[:7] for sha in result.commits)
         lines.append(f"Commit{'s' if len(result.commits) > 1 else ''}: {shas}.")
@@ -72,6 +112,11 @@ def _notes(result: RebaselineResult) -> list[str]:
     if no_data and not result.history_error:
         names = ", ".join(code(n) for _, n in no_data)
         notes.append(f"- No finished run in the window has the metric of {names}: left as is.")
+    ignored = [(p.path, n) for p in result.plans for n in p.ignored]
+    if ignored:
+        names = ", ".join(code(n) for _, n in ignored)
+        notes.append(f"- Placeholders, never rewritten: {names}.")
+    notes += [_tolerance_note(p.path, n) for p in result.plans for n in p.tolerances]
     if result.history_error:
         notes.append(f"- The run history could not be read: {escape(result.history_error, 300)}")
     for error in result.errors:

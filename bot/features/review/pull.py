@@ -20,7 +20,9 @@ Decisions:
 - A threshold file the PR leaves unparseable makes the check ``action_required``
   and names the file and line: the PR's own change broke it, a human must look.
   A file unparseable at the base only is treated as new (every gate added).
-- A PR without threshold files gets nothing: no comment, no check run.
+- A PR without threshold files gets nothing: no comment, no check run.  A Python test file
+  that the config does not name is read for its name only: it counts as a threshold file
+  when the PR changes, adds or removes one of its gates (not when it merely has asserts).
 """
 
 from __future__ import annotations
@@ -43,6 +45,7 @@ from bot.adapters.settings import DEFAULT_THRESHOLD_FILE_BYTES
 from bot.core import deadline
 from bot.core.analysis.review import build_review, merge_reviews, unavailable_review
 from bot.core.config import CONFIG_PATH, RepoConfig
+from bot.core.history.series import with_series
 from bot.core.history.sources import (
     BadHistory,
     HistoryError,
@@ -61,7 +64,7 @@ from bot.core.models import (
 )
 from bot.core.render.review import MARKER, render_check, render_comment
 from bot.core.thresholds.diff import diff_gates, removed_gates
-from bot.core.thresholds.discover import find_gates, is_candidate
+from bot.core.thresholds.discover import find_gates, is_candidate, is_named
 from bot.core.thresholds.errors import ThresholdFileError
 from bot.core.thresholds.pinning import SourceProposal, pin_sources
 from bot.features.repo_config import config_at
@@ -147,10 +150,12 @@ def read_thresholds(
             continue
         if head_text is None:
             continue
+        named = is_named(changed.path, config)
         try:
             head = find_gates(changed.path, head_text, config)
         except ThresholdFileError as exc:
-            errors.append(_located(exc))
+            if named:  # a test file read for its name only is no threshold file of the PR's
+                errors.append(_located(exc))
             continue
         except PARSE_FAILURES as exc:  # a parser limit missed: still said in the PR
             errors.append(f"{changed.path}: could not be read ({type(exc).__name__})")
@@ -158,8 +163,11 @@ def read_thresholds(
         if head is None or not (head.gates or head.unbound):
             continue
         base = _base_file(gh, repo, changed, base_sha, config, notes, max_bytes)
+        diff = diff_gates(base, head)
+        if not named and not any(c.changed for c in diff) and not removed_gates(base, head):
+            continue
         files.append(head)
-        pinned, moved = pin_sources(diff_gates(base, head), base, config, approved, gate_key)
+        pinned, moved = pin_sources(diff, base, config, approved, gate_key)
         changes.extend(pinned)
         proposals.extend(moved)
         notes += [f"{changed.path}: {note}" for note in head.notes]
@@ -301,8 +309,8 @@ def analyse(found: PullThresholds, history: HistorySource) -> Analysis:
             error = "no history source: name a W&B project in the file or set one in " + CONFIG_PATH
             reviews.append(unavailable_review(changes, error, rule=rule, unbound=shared))
             continue
-        try:
-            runs = history.fetch(spec)
+        try:  # curve and aggregation gates compare per-step series: ask for them
+            runs = history.fetch(with_series(spec, (c.head for c in changes)))
         except SourceRefused as exc:
             error = f"{spec.describe()}: {exc}"
             reviews.append(unavailable_review(changes, error, rule=rule, unbound=shared))
