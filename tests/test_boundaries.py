@@ -25,7 +25,7 @@ from bot.core.models import Failures, Gate, GateChange, History, RuleSettings, R
 from bot.core.signature import sign
 from bot.core.thresholds.edit import replace_literals
 from bot.core.thresholds.errors import ThresholdFileError
-from bot.core.thresholds.shell import parse_shell
+from bot.core.thresholds.shell.script import parse_shell
 from bot.features.comments import on_comment
 from bot.features.context import DeliveryInfo, HandlerContext
 from tests.fakes.github_api import FakeGitHub

@@ -27,9 +27,9 @@ from bot.core.history.sources import BadHistory
 from bot.core.models import Gate, History, Run, SourceSpec
 from bot.core.thresholds.discover import find_gates, glob_match
 from bot.core.thresholds.errors import ThresholdFileError
-from bot.core.thresholds.shell import declared_gate, parse_shell
-from bot.core.thresholds.shell_lexer import MAX_NESTING
-from bot.core.thresholds.structured import MAX_TOML_CHARS, parse_structured
+from bot.core.thresholds.shell.lexer import MAX_NESTING
+from bot.core.thresholds.shell.script import declared_gate, parse_shell
+from bot.core.thresholds.structured.declared import MAX_TOML_CHARS, parse_structured
 
 
 def decl(key: str = "a") -> FileDecl:

@@ -20,8 +20,8 @@ from bot.core.history.formats import parse_history
 from bot.core.history.sources import HistorySource
 from bot.core.models import DeclaredSource, History, SourceSpec
 from bot.core.thresholds.discover import find_gates
-from bot.core.thresholds.shell import parse_shell
-from bot.core.thresholds.shell_lexer import lex
+from bot.core.thresholds.shell.lexer import lex
+from bot.core.thresholds.shell.script import parse_shell
 from bot.features.review.pull import review_pull
 from tests.fakes.recording_github import RecordingGitHub
 from tests.test_review_pr import HISTORY, METRIC, repo  # noqa: F401  (the fixture)

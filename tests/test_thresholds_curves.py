@@ -12,10 +12,10 @@ import pytest
 from bot.core.bounded import MAX_DEPTH
 from bot.core.config import parse_config
 from bot.core.models import Gate
-from bot.core.thresholds.curves import parse_curves
 from bot.core.thresholds.discover import find_gates
 from bot.core.thresholds.edit import replace_literals
 from bot.core.thresholds.errors import ThresholdFileError
+from bot.core.thresholds.structured.curves import parse_curves
 
 CURVES = Path(__file__).resolve().parent / "fixtures" / "gates" / "curves"
 DICT_FORM = "golden_values_dev_dgx_h100.json"

@@ -10,10 +10,10 @@ import pytest
 
 from bot.core.config import RepoConfig, parse_config
 from bot.core.models import Gate, ThresholdFile
-from bot.core.thresholds.detect import detect_structured
 from bot.core.thresholds.discover import find_gates
 from bot.core.thresholds.errors import ThresholdFileError
-from bot.core.thresholds.key_words import parse_op
+from bot.core.thresholds.structured.detect import detect_structured
+from bot.core.thresholds.structured.key_words import parse_op
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures" / "gates" / "structured"
 

@@ -6,7 +6,7 @@ from pathlib import Path
 
 from bot.core.models import ThresholdFile
 from bot.core.thresholds.diff import diff_gates, removed_gates
-from bot.core.thresholds.shell import parse_shell
+from bot.core.thresholds.shell.script import parse_shell
 
 SCRIPT = (Path(__file__).resolve().parent / "data" / "nightly_gsm8k.sh").read_text(encoding="utf-8")
 PATH = "tests/ci/gsm8k.sh"

@@ -15,8 +15,8 @@ from bot.core.config import FileDecl, GateDecl, RepoConfig
 from bot.core.models import Gate, Span
 from bot.core.thresholds.edit import SpanEdit, format_literal, replace_literals, replace_spans
 from bot.core.thresholds.errors import ThresholdFileError
-from bot.core.thresholds.shell import parse_shell
-from bot.core.thresholds.structured import parse_structured
+from bot.core.thresholds.shell.script import parse_shell
+from bot.core.thresholds.structured.declared import parse_structured
 
 DATA = Path(__file__).resolve().parent / "data"
 SCRIPT = (DATA / "nightly_gsm8k.sh").read_text(encoding="utf-8")

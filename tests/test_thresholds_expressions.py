@@ -16,14 +16,14 @@ from bot.core.thresholds.diff import diff_gates
 from bot.core.thresholds.discover import find_gates
 from bot.core.thresholds.edit import replace_literals
 from bot.core.thresholds.errors import ThresholdFileError
-from bot.core.thresholds.expression_checks import Check, read_checks
-from bot.core.thresholds.expression_grammar import (
+from bot.core.thresholds.expressions.checks import Check, read_checks
+from bot.core.thresholds.expressions.grammar import (
     MAX_EXPRESSION_CHARS,
     MAX_NESTING,
     ExpressionError,
     parse,
 )
-from bot.core.thresholds.expressions import structured_expressions
+from bot.core.thresholds.structured.expressions import structured_expressions
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures" / "gates" / "expressions"
 YAML_PATH = "tests/e2e/e2e_checks.yaml"

@@ -11,7 +11,7 @@ import yaml
 from bot.core.config import parse_config
 from bot.core.thresholds.discover import find_gates
 from bot.core.thresholds.hints import config_lines, guess_metric, guess_op, metric_like
-from bot.core.thresholds.shell import parse_shell
+from bot.core.thresholds.shell.script import parse_shell
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures" / "gates" / "expressions"
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from bot.core.thresholds.located import locate
-from bot.core.thresholds.patterns import (
+from bot.core.thresholds.structured.located import locate
+from bot.core.thresholds.structured.patterns import (
     MAX_DEEP,
     MAX_STEPS,
     find,
@@ -14,8 +14,8 @@ from bot.core.thresholds.patterns import (
     lookup,
     parse_pattern,
 )
-from bot.core.thresholds.templates import KeyPaths, expand, parse_template
-from bot.core.thresholds.tree import Scalar
+from bot.core.thresholds.structured.templates import KeyPaths, expand, parse_template
+from bot.core.thresholds.structured.tree import Scalar
 
 LM_EVAL = """\
 model_name: acme/llama-8b

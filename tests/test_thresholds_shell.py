@@ -13,8 +13,8 @@ from bot.core.config import parse_config
 from bot.core.models import Gate, ThresholdFile
 from bot.core.thresholds.discover import find_gates
 from bot.core.thresholds.edit import replace_literals
-from bot.core.thresholds.shell import MAX_NESTED_CHARS, is_shell_script, parse_shell
-from bot.core.thresholds.shell_lexer import Word, lex
+from bot.core.thresholds.shell.lexer import Word, lex
+from bot.core.thresholds.shell.script import MAX_NESTED_CHARS, is_shell_script, parse_shell
 
 DATA = Path(__file__).resolve().parent / "data"
 SCRIPT = (DATA / "nightly_gsm8k.sh").read_text(encoding="utf-8")

@@ -16,10 +16,10 @@ from bot.core.models import Gate, ThresholdFile
 from bot.core.thresholds.discover import find_gates
 from bot.core.thresholds.edit import SpanEdit, replace_spans
 from bot.core.thresholds.errors import ThresholdFileError
-from bot.core.thresholds.located import locate
-from bot.core.thresholds.patterns import parse_pattern
-from bot.core.thresholds.structured import parse_structured
-from bot.core.thresholds.tree import Scalar
+from bot.core.thresholds.structured.declared import parse_structured
+from bot.core.thresholds.structured.located import locate
+from bot.core.thresholds.structured.patterns import parse_pattern
+from bot.core.thresholds.structured.tree import Scalar
 
 DATA = Path(__file__).resolve().parent / "data"
 

@@ -15,7 +15,7 @@ from bot.core.models import Gate, Span
 from bot.core.thresholds.discover import find_gates
 from bot.core.thresholds.edit import replace_literals
 from bot.core.thresholds.errors import ThresholdFileError
-from bot.core.thresholds.tables import parse_table
+from bot.core.thresholds.tables.reader import parse_table
 
 TABLES = Path(__file__).resolve().parent / "fixtures" / "gates" / "tables"
 THROUGHPUT = "bench/throughput_expected.csv"

@@ -31,18 +31,23 @@ from bot.core.models import (
     ThresholdFile,
     Tolerance,
 )
-from bot.core.thresholds.curves import parse_curves
-from bot.core.thresholds.detect import detect_structured
-from bot.core.thresholds.expressions import structured_expressions
-from bot.core.thresholds.python import PYTHON_SUFFIXES, is_test_file, parse_python
-from bot.core.thresholds.shell import SHELL_SUFFIXES, declared_gate, is_shell_script, parse_shell
-from bot.core.thresholds.structured import (
+from bot.core.thresholds.python.reader import PYTHON_SUFFIXES, is_test_file, parse_python
+from bot.core.thresholds.shell.script import (
+    SHELL_SUFFIXES,
+    declared_gate,
+    is_shell_script,
+    parse_shell,
+)
+from bot.core.thresholds.structured.curves import parse_curves
+from bot.core.thresholds.structured.declared import (
     STRUCTURED_SUFFIXES,
     TOML_SUFFIXES,
     coupled_notes,
     parse_structured,
 )
-from bot.core.thresholds.tables import TABLE_SUFFIXES, parse_table
+from bot.core.thresholds.structured.detect import detect_structured
+from bot.core.thresholds.structured.expressions import structured_expressions
+from bot.core.thresholds.tables.reader import TABLE_SUFFIXES, parse_table
 
 
 def _char_class(body: str) -> str | None:

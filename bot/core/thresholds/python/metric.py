@@ -1,0 +1,208 @@
+"""The metric a Python comparison checks, named from the compared expression.
+
+* subscript keys, joined with ``/`` as the history flattens nested objects:
+  ``metrics["accuracy"]`` -> ``accuracy``, ``results["gsm8k"]["acc"]`` -> ``gsm8k/acc``
+  (integer indices are left out: ``results[0]["acc"]`` -> ``acc``; a key held by a constant
+  or a loop variable is resolved: ``results[TASK]``);
+* else the attribute: ``result.accuracy`` -> ``accuracy``;
+* else the variable: ``acc``; a local assigned once from a subscript or attribute is
+  followed (``top1 = evaluate(m)["top1"]`` -> ``top1``).
+
+Conversions are transparent (``float(x)``, ``x.item()``, ``torch.tensor(x)``);
+``mean``/``median``/``min``/``max`` of a series record the aggregation (and ``x[-5:]`` the
+last steps); ``sum(x) / len(x)`` is a mean.  A call of an unknown function is its name
+without ``get_``/``compute_``… (``compute_accuracy(p, y)`` -> ``accuracy``), unless all its
+arguments are literals (a unit test of that function, not a metric).
+"""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass, replace
+
+from bot.core.models import Aggregation
+from bot.core.thresholds.python.resolver import MAX_DEPTH, Resolver
+from bot.core.thresholds.python.scope import dotted
+from bot.core.thresholds.python.values import Alias, At, Group
+from bot.core.thresholds.python.words import count_like, metric_like
+
+_AGGREGATIONS: dict[str, Aggregation] = {
+    "mean": "mean", "average": "mean", "nanmean": "mean", "fmean": "mean",
+    "median": "median", "nanmedian": "median",
+    "min": "min", "amin": "min", "nanmin": "min",
+    "max": "max", "amax": "max", "nanmax": "max",
+}  # fmt: skip
+_TRANSPARENT = frozenset(
+    {"float", "int", "round", "tensor", "array", "asarray", "as_tensor", "list", "tuple"}
+    | {"item", "cpu", "detach", "numpy", "tolist", "double", "squeeze", "cuda", "float32"}
+)
+_NOT_METRICS = frozenset(
+    {"len", "isinstance", "type", "hasattr", "getattr", "str", "repr", "bool", "id", "hash"}
+    | {"sum", "any", "all", "sorted", "set", "dict", "open", "range", "zip", "enumerate"}
+)
+_VERBS = ("get_", "compute_", "calc_", "calculate_", "measure_", "evaluate_", "eval_", "run_")
+
+
+@dataclass(frozen=True, slots=True)
+class Metric:
+    """A compared expression's metric name and what it says about itself."""
+
+    name: str
+    like: bool  # the name (or its container's) has a metric word
+    count: bool  # a count / size / index: never a gate
+    derived: bool = False  # named by a key or an attribute (worth following from a local)
+    aggregation: Aggregation | None = None
+    last_steps: int | None = None
+
+
+def _literal_args(call: ast.Call) -> bool:
+    args = [*call.args, *(k.value for k in call.keywords)]
+    return bool(args) and all(
+        isinstance(n, ast.Constant | ast.List | ast.Tuple | ast.Dict | ast.UnaryOp) for n in args
+    )
+
+
+def _data(node: ast.expr, depth: int = 0) -> bool:
+    """Literal numeric data: ``3``, ``[1, 0, 1]``, ``torch.tensor([[0.2, 0.8]])``."""
+    if depth > 8:
+        return False
+    if isinstance(node, ast.Constant):
+        return isinstance(node.value, int | float) and not isinstance(node.value, bool)
+    if isinstance(node, ast.UnaryOp):
+        return _data(node.operand, depth + 1)
+    if isinstance(node, ast.List | ast.Tuple):
+        return bool(node.elts) and all(_data(e, depth + 1) for e in node.elts)
+    if isinstance(node, ast.Call) and len(node.args) == 1:
+        return dotted(node.func).rsplit(".", 1)[-1] in _TRANSPARENT and _data(
+            node.args[0], depth + 1
+        )
+    return False
+
+
+def on_literal_data(call: ast.Call) -> bool:
+    """A function applied to literal numbers (``accuracy(torch.tensor([1, 0]), [1, 1])``):
+    a unit test of that function, not a metric of a run."""
+    return bool(call.args) and all(_data(a) for a in call.args)
+
+
+def _tail(node: ast.expr) -> int | None:
+    """``x[-5:]`` -> 5."""
+    s = node.slice if isinstance(node, ast.Subscript) else None
+    if (
+        isinstance(s, ast.Slice)
+        and s.upper is None
+        and s.step is None
+        and isinstance(s.lower, ast.UnaryOp)
+        and isinstance(s.lower.op, ast.USub)
+        and isinstance(s.lower.operand, ast.Constant)
+        and isinstance(s.lower.operand.value, int)
+    ):
+        return s.lower.operand.value
+    return None
+
+
+class Metrics:
+    """Names the metrics of one module's comparisons."""
+
+    def __init__(self, resolver: Resolver) -> None:
+        self.resolver = resolver
+
+    def of(self, node: ast.expr, at: At, depth: int = 0) -> Metric | None:
+        """The metric ``node`` reads, or None when it is no metric (a literal, ``len(x)``)."""
+        if depth > MAX_DEPTH:
+            return None
+        if isinstance(node, ast.Call):
+            return self._call(node, at, depth)
+        if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Div):
+            mean = _sum_over_len(node)
+            found = self.of(mean, at, depth + 1) if mean is not None else None
+            return replace(found, aggregation="mean") if found else None
+        if isinstance(node, ast.Subscript):
+            return self._subscript(node, at, depth)
+        if isinstance(node, ast.Attribute):
+            base = node.value
+            container = base.attr if isinstance(base, ast.Attribute) else dotted(base)
+            return Metric(node.attr, metric_like(node.attr, container), count_like(node.attr), True)
+        if isinstance(node, ast.Name):
+            return self._name(node.id, at, depth)
+        return None
+
+    def _name(self, name: str, at: At, depth: int) -> Metric | None:
+        binding = at.bound(name)
+        if isinstance(binding, Group) and binding is at.group:
+            entry = binding.values[name][at.index]
+            binding = entry if isinstance(entry, Alias) else None
+        if isinstance(binding, Alias):
+            where = At(binding.scope) if binding.scope is not None else at
+            return self.of(binding.node, where, depth + 1)
+        if name not in at.env:
+            scope = self.resolver.lookup(name, at.scope)
+            written = scope.assigned.get(name, []) if scope else []
+            if scope is not None and scope.kind == "function" and len(written) == 1:
+                assigned = written[0]
+                if isinstance(assigned, ast.Call) and on_literal_data(assigned):
+                    return None
+                if assigned is not None and self.resolver.value(assigned, at) is None:
+                    followed = self.of(assigned, at, depth + 1)
+                    if followed is not None and followed.derived:
+                        return followed
+        return Metric(name, metric_like(name), count_like(name))
+
+    def _subscript(self, node: ast.Subscript, at: At, depth: int) -> Metric | None:
+        last = _tail(node)
+        if last is not None:
+            found = self.of(node.value, at, depth + 1)
+            return replace(found, last_steps=last) if found else None
+        keys: list[str] = []
+        base: ast.expr = node
+        while isinstance(base, ast.Subscript) and len(keys) < 16:
+            key = self.resolver.key(base.slice, at)
+            if isinstance(key, str):
+                keys.append(key)
+            base = base.value
+        keys.reverse()
+        inner = self.of(base, at, depth + 1)
+        if not keys:
+            return inner
+        container = inner.name if inner else dotted(base)
+        prefix = [inner.name] if inner and inner.derived and isinstance(base, ast.Name) else []
+        name = "/".join([*prefix, *keys])
+        return Metric(name, metric_like(name, container), count_like(keys[-1]), True)
+
+    def _call(self, node: ast.Call, at: At, depth: int) -> Metric | None:
+        name = dotted(node.func)
+        last = name.rsplit(".", 1)[-1]
+        method = isinstance(node.func, ast.Attribute)
+        subject: ast.expr | None = None
+        if node.args:
+            subject = node.args[0]
+        elif method and isinstance(node.func, ast.Attribute):
+            subject = node.func.value
+        if last in _AGGREGATIONS and subject is not None and len(node.args) <= 1:
+            found = self.of(subject, at, depth + 1)
+            return replace(found, aggregation=_AGGREGATIONS[last]) if found else None
+        if last in _TRANSPARENT and subject is not None:
+            return self.of(subject, at, depth + 1)
+        if last == "get" and method and node.args and isinstance(node.func, ast.Attribute):
+            item = ast.Subscript(node.func.value, node.args[0], ast.Load())
+            return self._subscript(item, at, depth)
+        if last in _NOT_METRICS or not last or _literal_args(node) or on_literal_data(node):
+            return None
+        short = next((last[len(v) :] for v in _VERBS if last.startswith(v)), last)
+        return Metric(short, metric_like(short), count_like(short))
+
+
+def _sum_over_len(node: ast.BinOp) -> ast.expr | None:
+    """``sum(x) / len(x)`` -> ``x``."""
+    left, right = node.left, node.right
+    if (
+        isinstance(left, ast.Call)
+        and isinstance(right, ast.Call)
+        and dotted(left.func) == "sum"
+        and dotted(right.func) == "len"
+        and len(left.args) == 1
+        and len(right.args) == 1
+        and ast.dump(left.args[0]) == ast.dump(right.args[0])
+    ):
+        return left.args[0]
+    return None

@@ -1,0 +1,149 @@
+"""Gates in Python test files, read with ``ast`` (never imported or run).
+
+The file is parsed (``python_source``), its scopes, constants and calls collected
+(``python_scope``), every ``assert``, unittest / numpy / torch assertion and ``if …: fail``
+statement read as checks (``python_shapes``, ``python_compare``) at each iteration of its
+loops and parametrizations (``python_loops``), at each call site of a helper
+(``python_callers``) and with the module's fixtures that return a value, the compared
+metric named (``python_metric``) and the threshold's value resolved (``python_resolver``,
+``python_values``); checks that bind a literal become gates
+(``python_gates``, ``python_assemble``), numeric constants with a threshold's name that
+none binds become hints (``python_hints``), and a config may declare gates on constants
+(``python_declared``).  docs/threshold-files.md lists the shapes.
+
+Bounds: the parser's own depth limits (a deeper file is reported unreadable), expression
+reading capped at ``MAX_DEPTH`` levels, tables at ``MAX_ENTRIES`` entries, at most
+``MAX_WORK`` checks and literals read (loops times checks) and ``MAX_GATES`` gates
+reported per file (each with a note).
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Sequence
+from pathlib import PurePosixPath
+
+from bot.core.bounded import collector_paused
+from bot.core.config import FileDecl
+from bot.core.models import ThresholdFile
+from bot.core.thresholds.python.assemble import assemble, used_spans
+from bot.core.thresholds.python.callers import callers
+from bot.core.thresholds.python.declared import Declared
+from bot.core.thresholds.python.gates import MAX_WORK, Evaluator
+from bot.core.thresholds.python.hints import python_hints
+from bot.core.thresholds.python.loops import Loops
+from bot.core.thresholds.python.metric import Metrics
+from bot.core.thresholds.python.resolver import Resolver
+from bot.core.thresholds.python.scope import Module, Scope, build_module, dotted
+from bot.core.thresholds.python.source import Source, parse_module
+from bot.core.thresholds.python.values import Alias, At, Binding
+
+PYTHON_SUFFIXES = frozenset({".py"})
+MAX_GATES = 1000
+_CHECKING = (ast.Assert, ast.Expr, ast.If)
+
+
+def is_test_file(path: str) -> bool:
+    """A Python test file by its name: ``test_*.py``, ``*_test.py`` or ``conftest.py``."""
+    name = PurePosixPath(path).name
+    return name.endswith(".py") and (
+        name.startswith("test_") or name.endswith("_test.py") or name == "conftest.py"
+    )
+
+
+class _Walker:
+    def __init__(self, evaluator: Evaluator, loops: Loops, module: Module) -> None:
+        self.evaluator = evaluator
+        self.loops = loops
+        self.module = module
+
+    def scope(self, scope: Scope) -> None:
+        env: dict[str, Binding] = {}
+        if scope.kind == "function" and scope.parent is not None:
+            assert isinstance(scope.node, ast.FunctionDef | ast.AsyncFunctionDef)
+            env = self.fixtures(scope.node)
+            env |= callers(scope, self.module, self.loops.resolver)
+            env |= self.loops.parametrize(scope.node, At(scope.parent), scope.name)
+        context = scope.name
+        self.body(scope.node.body, At(scope, env), context)
+
+    def fixtures(self, node: ast.FunctionDef | ast.AsyncFunctionDef) -> dict[str, Binding]:
+        """A test's parameters that name a fixture of the module returning a value
+        (``@pytest.fixture def tolerance(): return 0.015``): that value, named after it."""
+        module = self.module.module
+        found: dict[str, Binding] = {}
+        for arg in node.args.args:
+            fixture = module.children.get(arg.arg)
+            if fixture is None or arg.arg not in module.returns:
+                continue
+            decorators = getattr(fixture.node, "decorator_list", [])
+            if any(
+                dotted(d.func if isinstance(d, ast.Call) else d).endswith("fixture")
+                for d in decorators
+            ):
+                call = ast.Call(ast.Name(arg.arg, ast.Load()), [], [])
+                found[arg.arg] = Alias(call, module)
+        return found
+
+    def body(self, statements: Sequence[ast.stmt], at: At, context: str) -> None:
+        for stmt in statements:
+            if isinstance(stmt, _CHECKING):
+                self.evaluator.statement(stmt, at, context)
+            if isinstance(stmt, ast.For | ast.AsyncFor):
+                bound = self.loops.loop(stmt, at, context)
+                self.body(stmt.body, At(at.scope, {**at.env, **bound}), context)
+                self.body(stmt.orelse, at, context)
+            elif isinstance(stmt, ast.If | ast.While):
+                self.body(stmt.body, at, context)
+                self.body(stmt.orelse, at, context)
+            elif isinstance(stmt, ast.With | ast.AsyncWith):
+                self.body(stmt.body, at, context)
+            elif isinstance(stmt, ast.Try | ast.TryStar):
+                for block in (stmt.body, stmt.orelse, stmt.finalbody):
+                    self.body(block, at, context)
+                for handler in stmt.handlers:
+                    self.body(handler.body, at, context)
+            elif isinstance(stmt, ast.Match):
+                for case in stmt.cases:
+                    self.body(case.body, at, context)
+
+
+def parse_python(path: str, text: str, decls: Sequence[tuple[int, FileDecl]] = ()) -> ThresholdFile:
+    """The gates of a Python file, its hints, and the gates ``decls`` (the config's
+    ``files:`` entries matching it, with their indices) declare on its constants.
+
+    Raises ``ThresholdFileError`` for a file that is not valid Python (with its line) or
+    too deeply nested to parse, and for a declared key that names no constant.
+    """
+    with collector_paused():  # bot.core.bounded: a large acyclic tree
+        return _parse(path, text, decls)
+
+
+def _parse(path: str, text: str, decls: Sequence[tuple[int, FileDecl]]) -> ThresholdFile:
+    tree = parse_module(path, text)
+    source = Source(text)
+    module = build_module(tree)
+    resolver = Resolver(source, module)
+    evaluator = Evaluator(path, resolver, Metrics(resolver))
+    walker = _Walker(evaluator, Loops(resolver), module)
+    for scope in module.scopes:
+        walker.scope(scope)
+    found = assemble(evaluator.hits, path, source)
+    declared = Declared(path, module, resolver, source).gates(decls, found)
+    overridden = {g.start for g in declared}
+    gates = sorted(
+        [*declared, *(g for g in found if g.start not in overridden)],
+        key=lambda g: (g.start, g.name, g.op),
+    )
+    unbound = [u for u in evaluator.unbound.values() if u.name not in {g.name for g in gates}]
+    skip = {u.name for u in unbound} | {d.name for d in declared}
+    hints = python_hints(path, module, resolver, used_spans(gates), skip)
+    notes: tuple[str, ...] = ()
+    if evaluator.exhausted:
+        notes = (
+            f"reading stopped after {MAX_WORK:,} checks and literals: later gates are not reviewed",
+        )
+    if len(gates) > MAX_GATES:
+        notes += (f"{len(gates)} gates found; only the first {MAX_GATES} are reviewed",)
+        gates = gates[:MAX_GATES]
+    return ThresholdFile(path=path, gates=tuple(gates), unbound=(*unbound, *hints), notes=notes)

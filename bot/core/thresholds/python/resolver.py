@@ -1,0 +1,215 @@
+"""Reads Python expressions into values (``python_values``), never running them.
+
+Literals are read where they are written; names resolve through the scope rules of
+``python_scope`` (a constant is assigned exactly once); ``self.X`` through the class;
+``T["k"]`` / ``T[0]`` through tables; ``f()`` through a function that only returns a value;
+variables of loops, parametrizations and helpers through their ``Group``.  Work is bounded:
+expressions deeper than ``MAX_DEPTH`` and tables over ``MAX_ENTRIES`` are unknown.
+"""
+
+from __future__ import annotations
+
+import ast
+
+from bot.core.thresholds.python.scope import Module, Scope, dotted
+from bot.core.thresholds.python.source import Source
+from bot.core.thresholds.python.values import (
+    MAX_ENTRIES,
+    Alias,
+    At,
+    Group,
+    Num,
+    Record,
+    Table,
+    Value,
+    entry_of,
+    field_of,
+    named,
+)
+
+MAX_DEPTH = 40
+_CONVERSIONS = frozenset(
+    {"tensor", "array", "asarray", "as_tensor", "list", "tuple", "float", "Tensor", "float64"}
+)
+
+
+class Resolver:
+    """Reads expressions of one module (cached per constant)."""
+
+    def __init__(self, source: Source, module: Module) -> None:
+        self.source = source
+        self.module = module
+        self._constants: dict[tuple[int, str], Value | None] = {}
+        self._busy: set[tuple[int, str]] = set()
+
+    # ------------------------------------------------------------------ names
+
+    def lookup(self, name: str, scope: Scope) -> Scope | None:
+        """The scope a plain name read in ``scope`` resolves to (Python's rules)."""
+        current: Scope | None = scope
+        while current is not None:
+            if name in current.assigned and (current is scope or current.kind != "class"):
+                return current
+            current = current.parent
+        return None
+
+    def constant(self, name: str, scope: Scope, depth: int) -> Value | None:
+        """The value of ``name`` assigned once in ``scope`` (a class: also ``self.name``)."""
+        key = (id(scope), name)
+        if key in self._constants:
+            return self._constants[key]
+        if key in self._busy:
+            return None
+        self._busy.add(key)
+        found: Value | None = None
+        written = scope.assigned.get(name) or scope.attrs.get(name) or []
+        if len(written) == 1 and written[0] is not None:
+            inner = self.value(written[0], At(scope), depth + 1)
+            qualified = scope.qualify(name)
+            keep = scope.kind != "function"
+            found = None if inner is None else named(inner, qualified, qualified if keep else "")
+        self._busy.discard(key)
+        self._constants[key] = found
+        return found
+
+    def _class(self, node: ast.expr, at: At) -> Scope | None:
+        if not isinstance(node, ast.Name):
+            return None
+        if node.id in ("self", "cls") or node.id == at.scope.self_name:
+            return at.scope.owner
+        found = self.lookup(node.id, at.scope)
+        child = found.children.get(node.id) if found else None
+        return child if child is not None and child.kind == "class" else None
+
+    def why_not(self, node: ast.expr, at: At) -> str | None:
+        """Why a threshold named by ``node`` has no value here; None when not a name."""
+        if isinstance(node, ast.Name):
+            scope, name = self.lookup(node.id, at.scope), node.id
+            written = scope.assigned.get(name, []) if scope else []
+            lines = scope.lines.get(name, []) if scope else []
+        elif isinstance(node, ast.Attribute) and (owner := self._class(node.value, at)):
+            scope, name = owner, node.attr
+            written = owner.assigned.get(name) or owner.attrs.get(name) or []
+            lines = owner.lines.get(name) or owner.attr_lines.get(name) or []
+        else:
+            return None
+        if scope is None or not written:
+            return "not assigned in this file"
+        function = (
+            scope.node if isinstance(scope.node, ast.FunctionDef | ast.AsyncFunctionDef) else None
+        )
+        if function and written == [None] and name in (a.arg for a in function.args.args):
+            return f"a parameter of {scope.name}(): its value comes from the callers"
+        if len(written) > 1:
+            shown = ", ".join(str(n) for n in lines[:5])
+            return f"assigned {len(written)} times (lines {shown}): its value is not known"
+        return f"assigned something other than a number (line {lines[0]})"
+
+    # ------------------------------------------------------------------ values
+
+    def key(self, node: ast.expr, at: At, depth: int = 0) -> str | int | None:
+        """A subscript key: a string or an integer (names resolved)."""
+        found = self.source.number(node)
+        if found is not None:
+            return int(found[0]) if found[0].is_integer() and "." not in found[1].literal else None
+        value = self.value(node, at, depth + 1)
+        return value if isinstance(value, str | int) else None
+
+    def value(self, node: ast.expr, at: At, depth: int = 0) -> Value | None:
+        """What ``node`` is worth at ``at`` (None: unknown)."""
+        if depth > MAX_DEPTH:
+            return None
+        number = self.source.number(node)
+        if number is not None:
+            return Num(number[0], number[1])
+        if isinstance(node, ast.Constant):
+            return node.value if isinstance(node.value, str) else None
+        if isinstance(node, ast.Name):
+            return self._name(node.id, at, depth)
+        if isinstance(node, ast.Attribute) and node.attr != "nan":
+            owner = self._class(node.value, at)
+            if owner is not None:
+                return self.constant(node.attr, owner, depth)
+            base = self.value(node.value, at, depth + 1)
+            return field_of(base, node.attr) if isinstance(base, Record) else None
+        if isinstance(node, ast.Subscript):
+            base = self.value(node.value, at, depth + 1)
+            key = self.key(node.slice, at, depth) if isinstance(base, Table | Record) else None
+            return entry_of(base, key) if key is not None else None
+        if isinstance(node, ast.List | ast.Tuple):
+            return self._list(node.elts, at, depth)
+        if isinstance(node, ast.Dict):
+            return self._dict(node.keys, node.values, at, depth)
+        nan = self.source.nan(node)
+        if nan is not None:
+            return Num(None, nan)
+        return self._call(node, at, depth) if isinstance(node, ast.Call) else None
+
+    def _name(self, name: str, at: At, depth: int) -> Value | None:
+        if name in at.env:
+            binding = at.env[name]
+            found: Value | Alias | None = None
+            if isinstance(binding, Group) and binding is at.group:
+                found = binding.values[name][at.index]
+            elif isinstance(binding, Alias):
+                found = binding
+            if isinstance(found, Alias):
+                where = At(found.scope) if found.scope is not None else at
+                return self.value(found.node, where, depth + 1)
+            return found
+        scope = self.lookup(name, at.scope)
+        return self.constant(name, scope, depth) if scope is not None else None
+
+    def _list(self, elts: list[ast.expr], at: At, depth: int) -> Value | None:
+        if len(elts) > MAX_ENTRIES:
+            return None
+        values = [self.value(e, at, depth + 1) for e in elts]
+        if values and all(isinstance(v, Num | Table) for v in values):
+            return Table(tuple((i, v) for i, v in enumerate(values) if v is not None), True)
+        return None
+
+    def _dict(
+        self, keys: list[ast.expr | None], values: list[ast.expr], at: At, depth: int
+    ) -> Value | None:
+        if len(keys) > MAX_ENTRIES or not keys:
+            return None
+        pairs: list[tuple[str | int, Value]] = []
+        for key_node, value_node in zip(keys, values, strict=True):
+            key = self.key(key_node, at, depth) if key_node is not None else None
+            value = self.value(value_node, at, depth + 1)
+            if key is None or value is None:
+                continue
+            pairs.append((key, value))
+        if not pairs:
+            return None
+        pairs = list(dict(pairs).items())  # a repeated key: its last value, as Python
+        if all(isinstance(v, Num | Table) for _, v in pairs):
+            return Table(tuple(pairs))
+        return Record(tuple((str(k), v) for k, v in pairs))
+
+    def _call(self, node: ast.Call, at: At, depth: int) -> Value | None:
+        name = dotted(node.func)
+        last = name.rsplit(".", 1)[-1]
+        if last in _CONVERSIONS and len(node.args) == 1:
+            return self.value(node.args[0], at, depth + 1)
+        if not node.args and not node.keywords:
+            if isinstance(node.func, ast.Name) and (scope := self.lookup(last, at.scope)):
+                returned = scope.returns.get(last)
+            else:
+                owner = (
+                    self._class(node.func.value, at)
+                    if isinstance(node.func, ast.Attribute)
+                    else None
+                )
+                returned = owner.returns.get(last) if owner else None
+            if returned is not None:
+                value = self.value(returned, At(at.scope), depth + 1)
+                where = (scope if isinstance(node.func, ast.Name) else owner) or at.scope
+                return named(value, where.qualify(last), "") if value is not None else None
+        if node.keywords and (last[:1].isupper() or last == "dict") and not node.args:
+            fields = [(k.arg, self.value(k.value, at, depth + 1)) for k in node.keywords if k.arg]
+            kept = tuple((k, v) for k, v in fields if v is not None)
+            if kept and last == "dict" and all(isinstance(v, Num | Table) for _, v in kept):
+                return Table(tuple((k, v) for k, v in kept))
+            return Record(kept) if kept else None
+        return None

@@ -1,0 +1,1 @@
+"""Gates in shell scripts, lexed (never executed): ``script.parse_shell``."""

@@ -1,0 +1,1 @@
+"""CSV threshold tables: a gate per row (``reader.parse_table``)."""
