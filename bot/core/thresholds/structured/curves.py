@@ -34,10 +34,10 @@ from dataclasses import dataclass
 from pathlib import PurePosixPath
 from typing import Any
 
-from bot.core.bounded import json_bounds
 from bot.core.config import CONFIG_PATH
 from bot.core.models import Gate, Span, ThresholdFile, Tolerance, UnboundVariable
 from bot.core.thresholds.errors import ThresholdFileError
+from bot.core.thresholds.structured.located import check_json
 
 CURVE_SUFFIXES = frozenset({".json"})
 # a string, a bracket, or an atom (number, true, NaN ...); commas and colons are skipped
@@ -100,15 +100,7 @@ def _nodes(text: str) -> Any:
 
 def _tree(path: str, text: str) -> Any:
     """The file as nodes; ``ThresholdFileError`` for JSON that is invalid or out of bounds."""
-    if (found := json_bounds(text)) is not None:
-        line = text.count("\n", 0, found[0]) + 1
-        raise ThresholdFileError(path, line, f"not valid JSON: {found[1]}")
-    try:
-        json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise ThresholdFileError(path, exc.lineno, f"not valid JSON: {exc.msg}") from None
-    except RecursionError:  # json_bounds passed it: cannot happen, but never crash
-        raise ThresholdFileError(path, None, "not valid JSON: nested too deep") from None
+    check_json(path, text)
     return _nodes(text)
 
 

@@ -156,7 +156,9 @@ def _json_value(text: str, i: int) -> tuple[Node, int]:
     return Scalar(i, end, text[i:end]), end
 
 
-def _json_tree(path: str, text: str) -> Node:
+def check_json(path: str, text: str) -> None:
+    """``ThresholdFileError`` (with its line) unless ``text`` is JSON within the bounds of
+    ``bot.core.bounded.json_bounds``: what a position-keeping walk may then assume."""
     if (found := json_bounds(text)) is not None:
         line = text.count("\n", 0, found[0]) + 1
         raise ThresholdFileError(path, line, f"not valid JSON: {found[1]}")
@@ -164,4 +166,10 @@ def _json_tree(path: str, text: str) -> Node:
         json.loads(text)
     except json.JSONDecodeError as exc:
         raise ThresholdFileError(path, exc.lineno, f"not valid JSON: {exc.msg}") from None
+    except RecursionError:  # json_bounds passed it: cannot happen, but never crash
+        raise ThresholdFileError(path, None, "not valid JSON: nested too deep") from None
+
+
+def _json_tree(path: str, text: str) -> Node:
+    check_json(path, text)
     return _json_value(text, 0)[0]
