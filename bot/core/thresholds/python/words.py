@@ -69,9 +69,20 @@ def _metric_word(word: str) -> bool:
     return word in METRIC_WORDS or word.startswith(_METRIC_PREFIXES)
 
 
+_RATES = frozenset({"second", "seconds", "sec", "s", "step", "iter", "token", "image", "sample"})
+
+
+def _rate(found: tuple[str, ...]) -> bool:
+    """A rate: ``images_per_second``, ``tokens_per_sec``, ``samples_per_step``."""
+    return any(a == "per" and b in _RATES for a, b in zip(found, found[1:], strict=False))
+
+
 def metric_like(*names: str) -> bool:
-    """Whether any of the names (a metric and its container) has a metric word."""
-    return any(_metric_word(w) for name in names for w in words(name))
+    """Whether any of the names (a metric and its container) has a metric word or is a
+    rate (``images_per_second``)."""
+    return any(
+        _rate(found := words(name)) or any(_metric_word(w) for w in found) for name in names
+    )
 
 
 def count_like(name: str) -> bool:

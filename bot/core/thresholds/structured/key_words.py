@@ -18,7 +18,7 @@ from bot.core.models import Op
 from bot.core.thresholds.structured.patterns import leaf_value
 from bot.core.thresholds.structured.tree import Node
 
-_WORD = re.compile(r"[A-Z]?[a-z]+\d*|[A-Z]+\d*(?![a-z])|\d+")
+_WORD = re.compile(r"[A-Z]?[a-z][a-z0-9]*|[A-Z]+\d*(?![a-z])|\d+")  # gsm8k is one word
 METRIC_WORDS = frozenset(
     {"acc", "accuracy", "score", "loss", "ppl", "perplexity", "f1", "bleu", "rouge", "em"}
     | {"exact", "match", "pass", "recall", "precision", "auc", "auroc", "map", "mrr", "ndcg"}
