@@ -517,3 +517,31 @@ def test_a_reference_literal_shared_by_disagreeing_gates_is_left_alone() -> None
     apart = runs({first.metric: values, second.metric: [v - 0.1 for v in values]})
     left, _ = plan(shared, text, apart, "/rebaseline")
     assert left.edits == () and left.text == text
+
+
+# --------------------------------------------------------------------------- step checks
+
+
+def test_a_check_on_one_step_is_rebaselined_by_the_limit_rule_not_the_median() -> None:
+    from bot.core.thresholds.discover import find_gates
+
+    path = "tests/e2e/run_sft.sh"
+    text = "python check.py --check 'data[\"train/loss\"][\"10\"] < 0.8'\n"
+    found = find_gates(path, text, RepoConfig())
+    assert found is not None
+    (gate,) = found.gates
+    assert (gate.kind, gate.op, [p.step for p in gate.points]) == ("limit", "<", [10])
+    at_step = [0.70 + 0.002 * (i % 7) for i in range(25)]
+    history = runs(
+        {"train/loss": [0.5] * 25},  # the summary (last step) differs from step 10
+        [{"train/loss": {10: v}} for v in at_step],
+    )
+
+    planned, _ = plan(found, text, history, "/rebaseline")
+
+    (edit,) = planned.edits
+    top = max(window(at_step))
+    exact = Decimal(repr(top)) * Decimal("1.05")
+    expected = (exact * 100).to_integral_value(rounding=ROUND_CEILING) / 100
+    assert edit.new_literal == str(expected)
+    assert edit.new_literal != format_literal(statistics.median(window(at_step)), 2)
