@@ -526,7 +526,7 @@ def test_a_check_on_one_step_is_rebaselined_by_the_limit_rule_not_the_median() -
     from bot.core.thresholds.discover import find_gates
 
     path = "tests/e2e/run_sft.sh"
-    text = "python check.py --check 'data[\"train/loss\"][\"10\"] < 0.8'\n"
+    text = 'python check.py --check \'data["train/loss"]["10"] < 0.8\'\n'
     found = find_gates(path, text, RepoConfig())
     assert found is not None
     (gate,) = found.gates

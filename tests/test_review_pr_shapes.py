@@ -159,3 +159,24 @@ def test_a_reference_yaml_declared_by_pattern_is_reviewed_with_its_band() -> Non
     assert gate.verdict == "too_tight"
     assert gh.check_for(pull.head_sha).conclusion == "action_required"
     assert "≈" in gh.comments[24].body
+
+
+def test_a_named_file_with_only_hints_gets_them_in_a_neutral_review() -> None:
+    config = FILE_SOURCE + "files:\n  - path: ci/convergence.sh\n"
+    gh = repo_with(config)
+    script = (
+        "#!/bin/bash\n"
+        "LOSS_THRESHOLD=2.5\n"
+        'python tests/check_convergence.py logs/run "$LOSS_THRESHOLD"\n'
+    )
+    pull = gh.open_pull(25, {"ci/convergence.sh": script})
+
+    outcome = review_pull(gh, gh.repo, 25)
+
+    assert outcome.status == "reviewed" and outcome.review is not None
+    assert outcome.review.gates == ()
+    (hint,) = [u for u in outcome.review.unbound if u.config]
+    assert (hint.name, hint.literal) == ("LOSS_THRESHOLD", "2.5")
+    body = gh.comments[25].body
+    assert "key: LOSS_THRESHOLD" in body and "positional argument" in body
+    assert gh.check_for(pull.head_sha).conclusion == "neutral"

@@ -269,6 +269,11 @@ def headline(review: Review, approved: str | None = None) -> Markdown:
         if review.gates:
             count = plural(len(review.gates), "placeholder")
             return Markdown(f"✅ **Nothing to judge** in this change: {count}, not judged.")
+        hinted = plural(len(review.unbound), "value")
+        if review.unbound:  # nothing bound, but something looked like a threshold
+            return Markdown(
+                f"⚪ **No gate bound** in this change: {hinted} like a threshold below."
+            )
         return Markdown("✅ **No threshold gates** in this change: nothing to review.")
     apart = placeholders(review)
     extra = f"; {plural(len(apart), 'placeholder')} not judged" if apart else ""
@@ -367,7 +372,11 @@ def check_title(review: Review) -> str:
     if not gates:
         if review.gates:
             return f"{plural(len(review.gates), 'placeholder')}, nothing to judge"
-        return "No threshold gates"
+        return (
+            "No gate bound; values like thresholds listed"
+            if review.unbound
+            else "No threshold gates"
+        )
     if attention:
         verb = "needs" if len(attention) == 1 else "need"
         return f"{len(attention)} of {total} {verb} attention"

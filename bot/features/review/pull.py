@@ -23,6 +23,9 @@ Decisions:
 - A PR without threshold files gets nothing: no comment, no check run.  A Python test file
   that the config does not name is read for its name only: it counts as a threshold file
   when the PR changes, adds or removes one of its gates (not when it merely has asserts).
+- A file the config's ``files:`` name in which no gate is bound but values look like
+  thresholds gets a ``neutral`` review listing them with the config lines that would
+  declare them: "no gates found" is never the whole answer for a file the config names.
 """
 
 from __future__ import annotations
@@ -54,6 +57,7 @@ from bot.core.history.sources import (
     SourceRefused,
 )
 from bot.core.models import (
+    Conclusion,
     GateChange,
     GateReview,
     History,
@@ -64,7 +68,7 @@ from bot.core.models import (
 )
 from bot.core.render.review import MARKER, render_check, render_comment
 from bot.core.thresholds.diff import diff_gates, removed_gates
-from bot.core.thresholds.discover import find_gates, is_candidate, is_named
+from bot.core.thresholds.discover import find_gates, glob_match, is_candidate, is_named
 from bot.core.thresholds.errors import ThresholdFileError
 from bot.core.thresholds.pinning import SourceProposal, pin_sources
 from bot.features.repo_config import config_at
@@ -327,13 +331,24 @@ def analyse(found: PullThresholds, history: HistorySource) -> Analysis:
         reviews.append(
             build_review(changes, runs, rule=rule, regime_settings=regimes, unbound=shared)
         )
-    review = merge_reviews(reviews) if reviews else Review(conclusion="success", unbound=unbound)
+    # no gate: nothing was checked; literals that look like thresholds make that worth a look
+    empty: Conclusion = "neutral" if unbound else "success"
+    review = merge_reviews(reviews) if reviews else Review(conclusion=empty, unbound=unbound)
     review = _with_proposals(review, found.proposals)
     update: dict[str, object] = {"warnings": found.errors + found.warnings + review.warnings}
     if found.errors:
         update["conclusion"] = "action_required"
     review = review.model_copy(update=update)
     return Analysis(review=review, sources=tuple(sources), unavailable=unavailable)
+
+
+def _hinted(found: PullThresholds) -> bool:
+    """Whether a file the config's ``files:`` name has literals no gate binds, with the config
+    lines that would declare them: "no gates found" is never the whole answer for it."""
+    named = [
+        tf for tf in found.files if any(glob_match(d.path, tf.path) for d in found.config.files)
+    ]
+    return any(u.config for tf in named for u in tf.unbound)
 
 
 def _with_proposals(review: Review, proposals: Sequence[SourceProposal]) -> Review:
@@ -420,7 +435,7 @@ def review_pull(
     approval = approvals(repo, number) if approvals is not None else None
     approved = frozenset(approval.gate_values) if approval is not None else frozenset()
     found = read_thresholds(gh, repo, pull, approved=approved, max_bytes=max_bytes)
-    if not found.changes and not found.errors:
+    if not found.changes and not found.errors and not _hinted(found):
         return ReviewOutcome(status="skipped", pull=pull, reason="no threshold files")
     history = HistoryRouter(repo_history(gh, repo, pull.base_ref), remote_history)
     analysis = analyse(found, history)

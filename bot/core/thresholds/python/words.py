@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import re
 from functools import lru_cache
+from itertools import pairwise
 
 _CAMEL = re.compile(r"(?<=[a-z])(?=[A-Z])")
 _SEPARATORS = re.compile(r"[^A-Za-z0-9]+")
@@ -74,15 +75,13 @@ _RATES = frozenset({"second", "seconds", "sec", "s", "step", "iter", "token", "i
 
 def _rate(found: tuple[str, ...]) -> bool:
     """A rate: ``images_per_second``, ``tokens_per_sec``, ``samples_per_step``."""
-    return any(a == "per" and b in _RATES for a, b in zip(found, found[1:], strict=False))
+    return any(a == "per" and b in _RATES for a, b in pairwise(found))
 
 
 def metric_like(*names: str) -> bool:
     """Whether any of the names (a metric and its container) has a metric word or is a
     rate (``images_per_second``)."""
-    return any(
-        _rate(found := words(name)) or any(_metric_word(w) for w in found) for name in names
-    )
+    return any(_rate(found := words(name)) or any(_metric_word(w) for w in found) for name in names)
 
 
 def count_like(name: str) -> bool:
