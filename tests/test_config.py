@@ -129,3 +129,10 @@ def test_every_problem_is_listed() -> None:
         parse_config("rule: {allowance: -1, significant_digits: 0}\nbogus: 1\n")
     text = str(err.value)
     assert "rule.allowance" in text and "rule.significant_digits" in text and "bogus" in text
+
+
+def test_a_source_cannot_name_series_the_gates_decide_them() -> None:
+    text = "sources:\n  w:\n    kind: wandb\n    project: p\n    series: [loss]\n"
+    with pytest.raises(ConfigError) as err:
+        parse_config(text)
+    assert "sources.w.series: unknown setting" in str(err.value)

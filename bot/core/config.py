@@ -217,6 +217,8 @@ class RepoConfig(_Strict):
     def _complete_sources(cls, sources: dict[str, SourceSpec]) -> dict[str, SourceSpec]:
         complete = dict(sources)
         for name, spec in sources.items():
+            if spec.series:  # which series are read is the review's, from the gates
+                raise ValueError(f"sources.{name}.series: unknown setting")
             if spec.kind == "file" and not spec.path:
                 raise ValueError(f"source {name!r}: a file source needs 'path'")
             if spec.kind == "mlflow" and not spec.experiment:

@@ -32,9 +32,9 @@ from bot.core.models import (
     Tolerance,
 )
 from bot.core.thresholds.python.reader import PYTHON_SUFFIXES, is_test_file, parse_python
+from bot.core.thresholds.shell.declared import declared_gates
 from bot.core.thresholds.shell.script import (
     SHELL_SUFFIXES,
-    declared_gate,
     is_shell_script,
     parse_shell,
 )
@@ -230,16 +230,8 @@ def _shell(
     path: str, text: str, config: RepoConfig, decls: list[tuple[int, FileDecl]]
 ) -> ThresholdFile:
     parsed = parse_shell(path, text)
-    declared_gates = [
-        (index, number, g) for index, decl in decls for number, g in enumerate(decl.gates)
-    ]
-    overridden = {g.key for _, _, g in declared_gates}
-    gates: list[Gate] = []
-    for index, number, gate_decl in declared_gates:
-        name = gate_decl.name or gate_decl.key
-        metric = gate_decl.metric or gate_decl.key
-        gate = declared_gate(path, text, name, gate_decl.key, metric, gate_decl.op or ">=")
-        gates.append(gate.model_copy(update={"pattern": f"files.{index}.gates.{number}"}))
+    gates = declared_gates(path, text, decls)
+    overridden = {g.key for _, decl in decls for g in decl.gates}
     gates += [g for g in parsed.gates if g.name not in overridden]
     gates.sort(key=lambda g: (g.start, g.name))
     unbound = tuple(u for u in parsed.unbound if u.name not in overridden)

@@ -22,7 +22,7 @@ import re
 from collections.abc import Sequence
 
 from bot.core.config import FileDecl, GateDecl
-from bot.core.models import SIDES_OPS, CurvePoint, Gate, Op, Span, Tolerance
+from bot.core.models import SIDES_OPS, Coupled, CurvePoint, Gate, Op, Span, Tolerance
 from bot.core.thresholds.errors import ThresholdFileError
 from bot.core.thresholds.python.resolver import Resolver
 from bot.core.thresholds.python.scope import Module
@@ -86,6 +86,17 @@ class Declared:
             abs_span=abs_num.span if abs_num else None,
         )
 
+    def _coupled(self, gate: GateDecl, where: str) -> tuple[Coupled, ...]:
+        """The constants ``coupled`` names: each assigned a number exactly once in the file."""
+        found = []
+        for item in gate.coupled:
+            value = self.find(item.key)
+            if not isinstance(value, Num) or value.value is None:
+                reason = f"coupled {item.key!r}: {self._why(item.key)}"
+                raise ThresholdFileError(self.path, None, f"{where}: {reason}")
+            found.append(Coupled(name=item.key, factor=item.factor, span=value.span))
+        return tuple(found)
+
     def gates(self, decls: Sequence[tuple[int, FileDecl]], found: Sequence[Gate]) -> list[Gate]:
         """Every declared gate of the file (``ThresholdFileError`` for a key naming nothing)."""
         contexts: dict[int, str] = {}
@@ -133,6 +144,7 @@ class Declared:
             tolerance=self._tolerance(gate, decl, where) if kind == "reference" else None,
             ignored="declared with 'ignore: true' in the config" if gate.ignore else "",
             pattern=where,
+            coupled=self._coupled(gate, where),
         )
         if isinstance(value, Num):
             metric = gate.metric.replace("{key}", _BRACKET.sub(r".\1", gate.key).split(".")[-1])
