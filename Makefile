@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test lint layers typecheck pytest bench clean
+.PHONY: demo test lint layers typecheck pytest bench clean schema
 
 $(STAMP): pyproject.toml
 	$(PY) -m venv $(VENV)
@@ -29,6 +29,10 @@ pytest: $(STAMP)
 	$(BIN)/pytest -q
 
 test: lint layers typecheck pytest
+
+# The config's JSON Schema for editors (tests/test_config_schema.py fails when it is stale).
+schema: $(STAMP)
+	$(BIN)/threshold-bot check-config --schema > schema/threshold-bot.schema.json
 
 bench: $(STAMP)
 	$(BIN)/pip install -q -e '.[dev,redis,bench]'

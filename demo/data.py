@@ -17,6 +17,8 @@ from __future__ import annotations
 
 import json
 import string
+import sys
+import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, time, timedelta
@@ -462,3 +464,20 @@ def scaled_history(runs: int, metrics: int, seed: int = 0) -> list[dict[str, Any
         }
         for i in range(runs)
     ]
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """``python -m demo.data [DIR]``: write the example into DIR (default: a new temporary
+    directory, never the checkout) and print the directory on stdout."""
+    args = list(sys.argv[1:] if argv is None else argv)
+    if len(args) > 1 or any(a.startswith("-") for a in args):
+        print("usage: python -m demo.data [DIR]", file=sys.stderr)
+        return 2
+    directory = Path(args[0]) if args else Path(tempfile.mkdtemp(prefix="threshold-bot-example-"))
+    write_example(directory)
+    print(directory)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

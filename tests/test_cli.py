@@ -348,5 +348,5 @@ def test_bad_input_exits_2_with_one_line(data: Data, tmp_path: Path, case: str) 
 def test_script_path_label_and_console_entry(data: Data) -> None:
     assert SCRIPT_PATH.endswith(data.paths.head.name)
     assert run("--help").exit_code == 0
-    missing = run()
-    assert missing.exit_code == 2 and missing.stderr.startswith("threshold-bot: error:")
+    missing = run()  # a bare command: the help, on stderr, status 2 (click's way)
+    assert missing.exit_code == 2 and missing.stderr.startswith("Usage: threshold-bot ")

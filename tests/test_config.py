@@ -65,14 +65,14 @@ def test_shorthands() -> None:
         (
             "rule:\n  allowance: -1\n",
             2,
-            "rule.allowance: Input should be greater than or equal to 0",
+            "rule.allowance: must be at least 0, not -1",
         ),
         ("rule:\n  window: last-5\n", 2, "rule.window: invalid window 'last-5'"),
         ("rules: {}\n", 1, "rules: unknown setting"),
         (
             "files:\n  - path: a.yaml\n    gates:\n      - {key: a, metric: m, op: =>}\n",
             4,
-            "files.0.gates.0.op: Input should be '>=', '>', '<=', '<' or '=='",
+            "files.0.gates.0.op: expected one of '>=', '>', '<=', '<' or '==', not '=>'",
         ),
         (
             "files:\n  - path: a.yaml\n    gates:\n      - {key: a, metric: m}\n",
@@ -89,7 +89,7 @@ def test_shorthands() -> None:
         (
             "rule:\n  allowance: 5\n",
             2,
-            "rule.allowance: Input should be less than or equal to 1",
+            "rule.allowance: must be at most 1, not 5",
         ),
         (
             "sources: {a: {project: p}}\ndefault_source: b\n",
@@ -107,8 +107,12 @@ def test_shorthands() -> None:
             3,
             "gate 'a' (m <) is declared twice",
         ),
-        ("permissions: {rebaseline: everyone}\n", 1, "permissions.rebaseline: Input should be"),
-        ("files: [{path: ''}]\n", 1, "files.0.path: String should have at least 1 character"),
+        (
+            "permissions: {rebaseline: everyone}\n",
+            1,
+            "permissions.rebaseline: expected one of 'read'",
+        ),
+        ("files: [{path: ''}]\n", 1, "files.0.path: must not be empty"),
         ("rule: [1, 2\n", 2, "not valid YAML"),
     ],
 )

@@ -200,7 +200,14 @@ def test_action_wording_depends_on_mode() -> None:
     ) in app
     assert "Approve thresholds" in app
     assert "/rebaseline" not in cli
-    assert "<code>EVAL\\_ACC\\_MIN\\_VALUE</code> = 0.50 (tests/ci/gsm8k.sh line 38)." in cli
+    assert (
+        "edit <code>EVAL\\_ACC\\_MIN\\_VALUE = 0.50</code> at <code>tests/ci/gsm8k.sh:38</code>"
+        in cli
+    )
+    assert (
+        "run <code>threshold-bot rebaseline --file tests/ci/gsm8k.sh --history FILE"
+        " EVAL\\_ACC\\_MIN\\_VALUE</code>"
+    ) in cli
     assert "Action required" in cli.splitlines()[1]
     # the two differ only in the "what to do" part
     assert app.split("#### What to do")[0] == cli.split("#### What to do")[0]

@@ -183,7 +183,8 @@ def test_rule_values_and_command_for_a_tolerance_too_tight() -> None:
     assert "\n- Or press **Approve thresholds**" in text
     assert "(<code>gsm8k\\_acc</code> = 0.93 ±12%)" in text
     cli = render_comment(review(conclusion="action_required", gates=(tight,)))
-    assert "<code>gsm8k\\_acc</code> = 0.93 ±12% (tests/test\\_accuracy.py line 12)" in cli
+    assert "<code>gsm8k\\_acc = 0.93 ±12%</code> at <code>tests/test\\_accuracy.py:12</code>" in cli
+    assert "gsm8k\\_acc --tolerance</code>" in cli and "/rebaseline" not in cli
     # a wide enough tolerance: only the reference moves, no --tolerance
     fits = reference(verdict="looser_than_rule", recomputed_tolerance=Tolerance(rel=0.05))
     app = render_comment(review(conclusion="action_required", gates=(fits,)), app_mode=True)
@@ -213,7 +214,7 @@ def test_terminal_table_shows_references_and_placeholders() -> None:
     text = console.export_text()
     assert f"eval/gsm8k/acc ≈ 0.95 ±8% (≥ {REF - REL * REF:.3f})" in text
     assert "in TestAccuracy.test_gsm8k" in text and "worst at step 45" in text
-    assert "Placeholders, not judged: TOKENS_MAX = 0.50" in text
+    assert "Placeholders, not judged (1)\n- TOKENS_MAX = 0.50" in text
     assert "listed in the config's ignore" in text
 
 

@@ -84,10 +84,13 @@ def test_file_size_limit_defaults_to_50_mb_and_is_read_from_the_environment(
 @pytest.mark.parametrize(
     ("env", "message"),
     [
-        ({"MAX_FILE_BYTES": "0"}, "MAX_FILE_BYTES: Input should be greater than or equal to 1"),
-        ({"MAX_FILE_BYTES": str(100 * 1024 * 1024 + 1)}, "MAX_FILE_BYTES: Input should be less"),
+        ({"MAX_FILE_BYTES": "0"}, "MAX_FILE_BYTES: must be at least 1, not '0'"),
+        (
+            {"MAX_FILE_BYTES": str(100 * 1024 * 1024 + 1)},
+            "MAX_FILE_BYTES: must be at most 104857600",
+        ),
         ({}, "APP_ID: required"),
-        ({"APP_ID": "abc"}, "APP_ID: Input should be a valid integer"),
+        ({"APP_ID": "abc"}, "APP_ID: expected a whole number, not 'abc'"),
         ({"APP_ID": "1"}, "PRIVATE_KEY: required"),
         ({"APP_ID": "1", "PRIVATE_KEY": "not a key"}, "PRIVATE_KEY: not a PEM private key"),
         ({"APP_ID": "1", "PRIVATE_KEY_PATH": "missing.pem"}, "PRIVATE_KEY_PATH: cannot read"),
@@ -132,7 +135,11 @@ def test_serve_stops_with_one_line(tmp_path: Path) -> None:
         timeout=120,
     )
     assert result.returncode == 2
-    assert result.stderr.strip().splitlines() == ["error: APP_ID: required (the GitHub App's id)"]
+    assert result.stderr.strip().splitlines() == [
+        "threshold-bot: error: APP_ID: required (the GitHub App's id); "
+        "PRIVATE_KEY: required (or PRIVATE_KEY_PATH, a PEM file); "
+        "WEBHOOK_SECRET: required (the webhook secret of the GitHub App)"
+    ]
 
 
 def test_logs_are_json_and_never_show_secrets(pem: str) -> None:

@@ -186,7 +186,7 @@ def test_cli_sync_bad_input_exits_2(cli: typer.Typer, tmp_path: Path) -> None:
     for url in ("not a url", f"sqlite:///{missing_dir}"):
         bad_url = runner.invoke(cli, ["sync", "acme/gsm8k_ci", "--database-url", url])
         assert bad_url.exit_code == 2, bad_url.output
-        assert bad_url.stderr.startswith("error: the run cache: ")
+        assert bad_url.stderr.startswith("threshold-bot: error: the run cache: ")
         assert len(bad_url.stderr.splitlines()) == 1
 
 

@@ -181,7 +181,8 @@ def test_terminal_title_of_a_gate_without_data() -> None:
     unverified = gate("EVAL_MIN", "no_data", changed=False, recomputed=None)
     console = Console(width=200, record=True, color_system=None)
     console.print(review_table(Review(conclusion="neutral", gates=(unverified,))))
-    assert console.export_text().splitlines()[0].strip() == "neutral: 1 no data"
+    first = console.export_text().splitlines()[0].strip()
+    assert first == "⚪ Not verified: 1 of 1 gate cannot be verified (EVAL_MIN: no data)."
 
 
 def test_quoted_names_in_explanations_are_code_and_stay_inert() -> None:

@@ -3,7 +3,8 @@
 Names are documented in docs/app-settings.md and are shared with Probot and the
 W&B client: ``APP_ID``, ``PRIVATE_KEY`` / ``PRIVATE_KEY_PATH``, ``WEBHOOK_SECRET``
 (comma-separated for rotation), ``GITHUB_API_URL``, ``DATABASE_URL``,
-``WANDB_API_KEY`` / ``WANDB_BASE_URL`` / ``WANDB_ENTITY`` and ``REDIS_URL``.
+``WANDB_API_KEY`` / ``WANDB_BASE_URL`` / ``WANDB_ENTITY`` and ``REDIS_URL``; ``HOST`` and
+``PORT`` where ``serve`` listens.
 Operational extras: ``WORKERS``, ``MAX_BODY_BYTES``, ``BOT_LOGIN``, ``MAX_ATTEMPTS``,
 ``RETRY_BASE_SECONDS``, ``RETRY_MAX_SECONDS``, ``LEASE_SECONDS``, ``QUEUE_PATH``,
 ``EXTRA_HANDLERS``, ``LOG_LEVEL`` and ``MAX_FILE_BYTES``.  Trust boundaries
@@ -12,8 +13,8 @@ Operational extras: ``WORKERS``, ``MAX_BODY_BYTES``, ``BOT_LOGIN``, ``MAX_ATTEMP
 ``MLFLOW_ALLOWED_URIS``, ``MAX_UNVERIFIED_BYTES``, ``STORE_TIMEOUT_SECONDS``,
 ``DELIVERY_RETENTION_DAYS`` and ``RETRY_COOLDOWN_SECONDS``.
 
-``load_settings`` turns every problem into a ``SettingsError`` whose message is one
-line naming the variable, so ``serve`` can stop with a clear reason.
+``load_settings`` turns the problems into one ``SettingsError`` whose message is one
+line naming every variable at fault, so ``serve`` can stop with a clear reason.
 """
 
 from __future__ import annotations
@@ -23,10 +24,12 @@ from typing import Literal
 
 from cryptography.hazmat.primitives.serialization import load_pem_private_key
 from pydantic import Field, SecretStr, ValidationError
+from pydantic_core import ErrorDetails
 from pydantic_settings import BaseSettings, SettingsConfigDict
 from sqlalchemy.engine import make_url
 
 from bot.core.access import SourcePolicy
+from bot.core.config import plain_message
 
 Role = Literal["serve", "worker", "any"]
 
@@ -58,6 +61,8 @@ class Settings(BaseSettings):
     wandb_base_url: str | None = None
     wandb_entity: str | None = None
     redis_url: str | None = None
+    host: str = "127.0.0.1"  # where ``serve`` listens (its --host / --port win)
+    port: int = Field(default=3000, ge=0, le=65535)  # 0: any free port
 
     workers: int = Field(default=2, ge=1, le=64)
     max_body_bytes: int = Field(default=DEFAULT_MAX_BODY, ge=1024)
@@ -147,48 +152,56 @@ class Settings(BaseSettings):
 
 
 def load_settings(role: Role = "any", **overrides: object) -> Settings:
-    """Read and check the settings ``role`` needs; raise ``SettingsError`` on a problem."""
+    """Read and check the settings ``role`` needs; raise ``SettingsError`` naming every
+    problem on one line (``APP_ID: required ...; WEBHOOK_SECRET: required ...``)."""
     try:
         settings = Settings(**overrides)  # type: ignore[arg-type]
     except ValidationError as exc:
-        err = exc.errors()[0]
-        name = str(err["loc"][0]).upper() if err["loc"] else "settings"
-        raise SettingsError(f"{name}: {err['msg']}") from None
+        raise SettingsError("; ".join(_problem(err) for err in exc.errors())) from None
     check_settings(settings, role)
     return settings
 
 
+def _problem(err: ErrorDetails) -> str:
+    name = str(err["loc"][0]).upper() if err["loc"] else "settings"
+    return f"{name}: {plain_message(err)}"
+
+
 def check_settings(settings: Settings, role: Role) -> None:
-    """Check what ``serve`` / ``worker`` need beyond the field types."""
+    """Check what ``serve`` / ``worker`` need beyond the field types; every problem at once."""
+    problems: list[str] = []
     if role in ("serve", "worker"):
         if settings.app_id is None:
-            raise SettingsError("APP_ID: required (the GitHub App's id)")
-        _check_private_key(settings)
+            problems.append("APP_ID: required (the GitHub App's id)")
+        problems += _private_key_problems(settings)
     if role == "serve" and not settings.webhook_secrets:
-        raise SettingsError("WEBHOOK_SECRET: required (the webhook secret of the GitHub App)")
+        problems.append("WEBHOOK_SECRET: required (the webhook secret of the GitHub App)")
     try:
         make_url(settings.database_url)
     except Exception:
-        raise SettingsError("DATABASE_URL: not a valid SQLAlchemy URL") from None
+        problems.append("DATABASE_URL: not a valid SQLAlchemy URL")
     if settings.redis_url is not None and not settings.redis_url.startswith(
         ("redis://", "rediss://", "unix://")
     ):
-        raise SettingsError("REDIS_URL: expected a redis://, rediss:// or unix:// URL")
+        problems.append("REDIS_URL: expected a redis://, rediss:// or unix:// URL")
     if not settings.github_api_url.startswith(("https://", "http://")):
-        raise SettingsError("GITHUB_API_URL: expected an http(s) URL")
+        problems.append("GITHUB_API_URL: expected an http(s) URL")
     if settings.log_level.upper() not in LOG_LEVELS:
-        raise SettingsError(f"LOG_LEVEL: expected one of {', '.join(LOG_LEVELS)}")
+        problems.append(f"LOG_LEVEL: expected one of {', '.join(LOG_LEVELS)}")
+    if problems:
+        raise SettingsError("; ".join(problems))
 
 
-def _check_private_key(settings: Settings) -> None:
+def _private_key_problems(settings: Settings) -> list[str]:
     if settings.private_key is None and settings.private_key_path is None:
-        raise SettingsError("PRIVATE_KEY: required (or PRIVATE_KEY_PATH, a PEM file)")
+        return ["PRIVATE_KEY: required (or PRIVATE_KEY_PATH, a PEM file)"]
     name = "PRIVATE_KEY" if settings.private_key is not None else "PRIVATE_KEY_PATH"
     try:
         pem = settings.private_key_pem() or ""
     except OSError as exc:
-        raise SettingsError(f"PRIVATE_KEY_PATH: cannot read the file ({exc.strerror})") from None
+        return [f"PRIVATE_KEY_PATH: cannot read the file ({exc.strerror})"]
     try:
         load_pem_private_key(pem.encode(), password=None)
     except (ValueError, TypeError):
-        raise SettingsError(f"{name}: not a PEM private key") from None
+        return [f"{name}: not a PEM private key"]
+    return []

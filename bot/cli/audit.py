@@ -67,7 +67,10 @@ def audit_command(
     ),
     limit: int = typer.Option(200, "--limit", min=1, help="Show at most this many entries."),
 ) -> None:
-    """List the commands and approvals recorded for a repository, newest first."""
+    """List a repository's audit log, newest first.
+
+    The commands and approvals the App recorded for the repository, from its store.
+    """
     if repo.count("/") != 1 or not all(repo.split("/")):
         raise typer.BadParameter("expected owner/name", param_hint="--repo")
     _check_store(database_url)

@@ -1,6 +1,8 @@
 """How the command line fails: one line on stderr, ``threshold-bot: error: …``, never a traceback.
 
-Bad input or usage exits with status 2 (``UsageProblem``, or click's usage errors).
+Bad input or usage exits with status 2 (``UsageProblem``, or click's usage errors).  A bare
+``threshold-bot`` prints the help on stderr and exits 2, as click does for a group without
+a command.
 """
 
 from __future__ import annotations
@@ -10,6 +12,8 @@ from collections.abc import Sequence
 from typing import Any, NoReturn
 
 import typer
+from typer._click import Context, HelpFormatter  # click, as vendored by typer
+from typer._click.exceptions import NoArgsIsHelpError
 from typer.core import TyperGroup
 
 PROG = "threshold-bot"
@@ -25,7 +29,19 @@ class UsageProblem(Exception):
 
 
 class OneLineErrors(TyperGroup):
-    """Usage errors (unknown option, missing value...) as one line on stderr, status 2."""
+    """Usage errors (unknown option, missing value...) as one line on stderr, status 2; the
+    commands' one-line helps are wrapped in ``--help``, never cut."""
+
+    def format_commands(self, ctx: Context, formatter: HelpFormatter) -> None:
+        rows = []
+        for name in self.list_commands(ctx):
+            command = self.get_command(ctx, name)
+            if command is not None and not command.hidden:
+                text = command.short_help or (command.help or "").split("\n\n")[0]
+                rows.append((name, " ".join(text.split())))
+        if rows:
+            with formatter.section("Commands"):
+                formatter.write_dl(rows)
 
     def main(
         self,
@@ -44,6 +60,11 @@ class OneLineErrors(TyperGroup):
             if not standalone_mode:
                 raise
             fail("aborted", 1)
+        except NoArgsIsHelpError as exc:  # a bare command: the help, status 2
+            if not standalone_mode:
+                raise
+            exc.show()
+            sys.exit(exc.exit_code)
         except typer.TyperException as exc:  # click's usage errors, as vendored by typer
             if not standalone_mode:
                 raise

@@ -7,6 +7,8 @@ the run history (a file, or W&B), build the review, print it as the PR comment
 
 from __future__ import annotations
 
+import io
+import os
 import sys
 from enum import StrEnum
 from pathlib import Path
@@ -15,14 +17,14 @@ from urllib.parse import urlsplit
 
 import typer
 from pydantic import ValidationError
-from rich.console import Console
+from rich.console import Console, RenderableType
 
 from bot.adapters.github.app import DEFAULT_API_URL, token_client
 from bot.adapters.history.files import read_history
 from bot.adapters.settings import SettingsError
 from bot.cli.errors import UsageProblem, fail
 from bot.core.analysis.review import build_review, unavailable_review
-from bot.core.config import ConfigError, RepoConfig, parse_config
+from bot.core.config import ConfigError, RepoConfig, parse_config, plain_message
 from bot.core.history.series import with_series
 from bot.core.history.sources import HistoryError, HistoryNotFound
 from bot.core.models import (
@@ -33,7 +35,7 @@ from bot.core.models import (
     SourceSpec,
     ThresholdFile,
 )
-from bot.core.render.review import render_comment, render_json
+from bot.core.render.review import rebaseline_options, render_comment, render_json
 from bot.core.render.terminal import review_table
 from bot.core.thresholds.diff import diff_gates
 from bot.core.thresholds.discover import find_gates
@@ -46,6 +48,7 @@ class OutputFormat(StrEnum):
 
     markdown = "markdown"
     json = "json"
+    table = "table"
 
 
 class FailOn(StrEnum):
@@ -57,6 +60,7 @@ class FailOn(StrEnum):
 
 
 SEVERITY = {"success": 0, "neutral": 1, "action_required": 2}
+DEFAULT_COLUMNS = 80  # the table's width outside a terminal, without COLUMNS
 
 
 # --------------------------------------------------------------------------- the shell
@@ -85,7 +89,7 @@ def read_config(path: Path | None) -> RepoConfig:
         raise UsageProblem(str(exc)) from None
 
 
-def rule_settings(config: RepoConfig, window: str | None, allowance: float | None) -> RuleSettings:
+def rule_settings(config: RepoConfig, window: str | None, allowance: str | None) -> RuleSettings:
     """The config's rule with the command-line overrides applied and validated."""
     overrides: dict[str, object] = {}
     if window is not None:
@@ -97,8 +101,7 @@ def rule_settings(config: RepoConfig, window: str | None, allowance: float | Non
     except ValidationError as exc:
         err = exc.errors()[0]
         where = ".".join(str(p) for p in err["loc"]) or "rule"
-        message = str(err["msg"]).removeprefix("Value error, ")
-        raise UsageProblem(f"--{where}: {message}") from None
+        raise UsageProblem(f"--{where}: {plain_message(err)}") from None
 
 
 def _threshold_file(path: Path, label: str, config: RepoConfig) -> ThresholdFile | None:
@@ -248,11 +251,15 @@ def review_command(
         str | None, typer.Option(help="Runs the rule looks at: N, 'regime' or since:YYYY-MM-DD.")
     ] = None,
     allowance: Annotated[
-        float | None, typer.Option(help="Allowance of the limit rule (default 0.05).")
+        str | None, typer.Option(help="Allowance of the limit rule: 5% or 0.05 (default 5%).")
     ] = None,
     output_format: Annotated[
         OutputFormat | None,
-        typer.Option("--format", help="markdown (the PR comment) or json. Default: markdown."),
+        typer.Option(
+            "--format",
+            help="table (for reading), markdown (the PR comment) or json."
+            " Default: table on a terminal, else markdown.",
+        ),
     ] = None,
     output: Annotated[Path | None, typer.Option(help="Write the review to this file.")] = None,
     fail_on: Annotated[
@@ -283,20 +290,46 @@ def review_command(
         if repo is not None:
             result = _attribute(result, repo, github_token, github_api_url)
             repo_url = web_url(github_api_url, repo)
-        if output_format is None and output is None and sys.stdout.isatty():
-            Console().print(review_table(result))
+        fmt = output_format or (
+            OutputFormat.table if output is None and sys.stdout.isatty() else OutputFormat.markdown
+        )
+        if fmt is OutputFormat.table:
+            options = rebaseline_options(history, wandb, config, window, allowance)
+            _write_table(review_table(result, cli_options=options), output)
         else:
-            fmt = output_format or OutputFormat.markdown
             text = (
                 render_json(result)
                 if fmt is OutputFormat.json
-                else render_comment(result, repo_url=repo_url, app_mode=True)
+                else render_comment(
+                    result,
+                    repo_url=repo_url,
+                    app_mode=False,
+                    cli_options=rebaseline_options(history, wandb, config, window, allowance),
+                )
             )
             _write(text, output)
     except UsageProblem as exc:
         fail(str(exc), details=exc.details)
     if fail_on is not None and SEVERITY[result.conclusion] >= SEVERITY[fail_on.value]:
         raise typer.Exit(1)
+
+
+def _columns() -> int:
+    """The width of a table written to a file or a pipe: ``COLUMNS``, else 80."""
+    value = os.environ.get("COLUMNS", "").strip()
+    return int(value) if value.isdigit() and int(value) > 0 else DEFAULT_COLUMNS
+
+
+def _write_table(table: RenderableType, output: Path | None) -> None:
+    """Print ``table`` on the terminal at its width (in colour); to ``output`` or a pipe
+    at :func:`_columns`, without colour."""
+    if output is None and sys.stdout.isatty():
+        Console().print(table)
+        return
+    buffer = io.StringIO()
+    console = Console(file=buffer, width=_columns(), color_system=None, force_terminal=False)
+    console.print(table)
+    _write("".join(f"{line.rstrip()}\n" for line in buffer.getvalue().splitlines()), output)
 
 
 def _write(text: str, output: Path | None) -> None:

@@ -5,9 +5,9 @@
 - ``worker`` runs worker threads alone (with ``REDIS_URL`` on any host, else on
   the same host, sharing the embedded queue file).
 
-Both read the settings first and stop with one line naming a missing or invalid
-variable (exit status 2).  ``python -m bot.cli.serve serve|worker`` works without the
-main CLI.
+Both read the settings first (the environment, then ``.env``) and stop with one line,
+``threshold-bot: error: …``, naming every missing or invalid variable (exit status 2).
+``python -m bot.cli.serve serve|worker`` works without the main CLI.
 """
 
 from __future__ import annotations
@@ -26,6 +26,7 @@ from bot.adapters.settings import Role, Settings, SettingsError, load_settings
 from bot.app import logs
 from bot.app.runtime import build
 from bot.app.web import create_app
+from bot.cli.errors import fail
 
 log = logging.getLogger("bot.cli.serve")
 
@@ -36,17 +37,25 @@ def _settings(role: Role) -> Settings:
     try:
         settings = load_settings(role)
     except SettingsError as exc:
-        typer.echo(f"error: {exc}", err=True)
-        raise typer.Exit(2) from None
+        fail(str(exc))
     logs.configure(settings.log_level, settings.secret_values(), capture=True)
     return settings
 
 
 def serve_command(
-    host: Annotated[str, typer.Option(envvar="HOST", help="Address to listen on.")] = "127.0.0.1",
+    host: Annotated[
+        str | None,
+        typer.Option(
+            help="Address to listen on (default: HOST, else 127.0.0.1).", show_default=False
+        ),
+    ] = None,
     port: Annotated[
-        int, typer.Option(envvar="PORT", help="Port to listen on (0: any free port).")
-    ] = 3000,
+        int | None,
+        typer.Option(
+            help="Port to listen on, 0: any free port (default: PORT, else 3000).",
+            show_default=False,
+        ),
+    ] = None,
     workers: Annotated[
         bool,
         typer.Option(
@@ -56,15 +65,19 @@ def serve_command(
         ),
     ] = True,
 ) -> None:
-    """Run the webhook server with in-process workers."""
+    """Run the webhook server with in-process workers.
+
+    Reads the App's settings from the environment, then from a .env file.
+    """
     settings = _settings("serve")
+    host = settings.host if host is None else host  # HOST / PORT: environment or .env
+    port = settings.port if port is None else port
     sock = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     try:
         sock.bind((host, port))
     except OSError as exc:
-        typer.echo(f"error: cannot listen on {host}:{port}: {exc.strerror}", err=True)
-        raise typer.Exit(2) from None
+        fail(f"cannot listen on {host}:{port}: {exc.strerror}")
     bound = sock.getsockname()[1]
     # Worker threads share the GIL with the event loop: a shorter switch interval
     # (default 5 ms) keeps webhook answers fast while workers are busy.
@@ -78,8 +91,8 @@ def serve_command(
 def worker_command() -> None:
     """Run workers alone, taking jobs from the shared queue.
 
-    With ``REDIS_URL``, on any host; without it, on the host of ``serve --no-workers``
-    (they share the embedded queue file).
+    With REDIS_URL set, on any host; without it, on the host of `threshold-bot serve
+    --no-workers` (they share the embedded queue file).
     """
     settings = _settings("worker")
     runtime = build(settings)
@@ -95,7 +108,7 @@ def worker_command() -> None:
 
 def main() -> None:
     """Entry point of ``python -m bot.cli.serve``."""
-    cli = typer.Typer(add_completion=False, no_args_is_help=True)
+    cli = typer.Typer(add_completion=False, no_args_is_help=True, rich_markup_mode=None)
     cli.command("serve")(serve_command)
     cli.command("worker")(worker_command)
     cli()

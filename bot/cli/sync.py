@@ -14,6 +14,7 @@ from sqlalchemy.exc import SQLAlchemyError
 from bot.adapters.history.sync import REMOTE_KINDS, cached_source, parse_wandb_path, sync_sources
 from bot.adapters.settings import SettingsError, load_settings
 from bot.adapters.store.db import init_db, make_engine
+from bot.cli.errors import fail
 from bot.core.config import ConfigError, parse_config
 from bot.core.models import SourceSpec
 
@@ -59,8 +60,7 @@ def sync_command(
     except (ValueError, ConfigError, SettingsError, SQLAlchemyError) as exc:
         # SQLAlchemyError: a malformed or unreachable database URL
         where = "the run cache: " if isinstance(exc, SQLAlchemyError) else ""
-        print(f"error: {where}{str(exc).splitlines()[0]}", file=sys.stderr)
-        raise typer.Exit(2) from None
+        fail(f"{where}{str(exc).splitlines()[0]}")
     with Progress(
         TextColumn("{task.description}"),
         BarColumn(),

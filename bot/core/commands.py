@@ -13,7 +13,7 @@ from typing import Literal
 
 from pydantic import Field
 
-from bot.core.models import Frozen, WindowSpec
+from bot.core.models import Frozen, WindowSpec, parse_allowance
 
 MAX_BODY_CHARS = 65_536  # GitHub's limit on a comment body
 MAX_COMMANDS = 5
@@ -24,7 +24,6 @@ CommandKind = Literal["rebaseline", "help", "retry"]
 _FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
 _COMMAND = re.compile(r"^ {0,3}/(rebaseline|threshold-bot)(?=\s|$)(.*)$")
 _GATE_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_.\-/\[\]]*$")
-_ALLOWANCE = re.compile(r"^(?P<num>\d+(?:\.\d+)?)(?P<pct>%?)$")
 
 HELP_TEXT = """\
 **threshold-bot commands** (write one at the start of a line in a PR comment):
@@ -173,17 +172,6 @@ def _parse_rebaseline(args: list[str], text: str, line: int) -> Command | Comman
         dry_run=dry_run,
         tolerance=tolerance,
     )
-
-
-def parse_allowance(text: str) -> float:
-    """``5%`` or ``0.05`` → 0.05; allowances from 0 to 100% only."""
-    match = _ALLOWANCE.match(text.strip())
-    if not match:
-        raise ValueError(f"invalid allowance `{text[:40]}`: write a percentage like `5%` or `0.05`")
-    value = float(match["num"]) / (100 if match["pct"] else 1)
-    if value > 1:
-        raise ValueError(f"allowance `{text[:40]}` is over 100%")
-    return value
 
 
 def _problem(line: int, text: str, message: str) -> CommandProblem:

@@ -11,9 +11,11 @@ repository paths and globs must stay inside the repository and are normalised
 
 from __future__ import annotations
 
+import difflib
 import re
+import types
 from collections.abc import Sequence
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, Union, get_args, get_origin
 
 import yaml
 from pydantic import (
@@ -260,7 +262,8 @@ def parse_config(text: str, path: str = CONFIG_PATH) -> RepoConfig:
     """Parse the YAML text of a repository config; raise ``ConfigError`` with a clear reason.
 
     The message names the file, the line of the offending key when it can, and every
-    problem found: ``.github/threshold-bot.yml:4: rule.allowance: Input should be ...``.
+    problem found, in plain words: ``.github/threshold-bot.yml:4: rule.allowance: must be at
+    most 1, not 5``.
     """
     try:
         data = yaml.load(text, Loader=BoundedLoader) if text.strip() else {}
@@ -283,11 +286,12 @@ def parse_config(text: str, path: str = CONFIG_PATH) -> RepoConfig:
 
 
 def _error_message(err: ErrorDetails) -> str:
-    """One validation error as ``where: what`` (an unknown key is an ``unknown setting``)."""
+    """One validation error as ``where: what`` (an unknown key is an ``unknown setting``,
+    with the closest setting of its level: ``did you mean `window`?``)."""
     where = ".".join(str(p) for p in err["loc"])
     if err["type"] == "extra_forbidden":
-        return f"{where}: unknown setting"
-    message = err["msg"].removeprefix("Value error, ")
+        return f"{where}: unknown setting{_did_you_mean(err['loc'])}"
+    message = plain_message(err)
     if where and message.startswith(f"{where}."):  # the check named a deeper key
         return message
     if where and message.startswith("gates."):  # a file entry's check names its gate
@@ -325,3 +329,172 @@ def _line(node: Any, loc: Sequence[int | str]) -> int | None:
         else:
             break
     return line
+
+
+_TYPE_WORDS = {
+    "dict": "a mapping",
+    "list": "a list",
+    "tuple": "a list",
+    "str": "text",
+    "int": "a number",
+    "float": "a number",
+    "bool": "true or false",
+    "NoneType": "nothing",
+}
+_EXPECTED = {  # pydantic error type -> what was expected, in plain words
+    "float_parsing": "expected a number",
+    "float_type": "expected a number",
+    "int_parsing": "expected a whole number",
+    "int_type": "expected a whole number",
+    "int_from_float": "expected a whole number",
+    "bool_parsing": "expected true or false",
+    "bool_type": "expected true or false",
+    "string_type": "expected text",
+    "dict_type": "expected a mapping of settings",
+    "model_type": "expected a mapping of settings",
+    "model_attributes_type": "expected a mapping of settings",
+    "list_type": "expected a list",
+    "tuple_type": "expected a list",
+    "date_parsing": "expected a date, YYYY-MM-DD",
+    "date_from_datetime_parsing": "expected a date, YYYY-MM-DD",
+    "datetime_parsing": "expected a date and time, YYYY-MM-DDTHH:MM:SSZ",
+    "datetime_from_date_parsing": "expected a date and time, YYYY-MM-DDTHH:MM:SSZ",
+    "datetime_type": "expected a date and time, YYYY-MM-DDTHH:MM:SSZ",
+    "finite_number": "expected a finite number",
+    "url_parsing": "expected a URL",
+}
+_BOUNDS = {
+    "greater_than_equal": ("ge", "must be at least"),
+    "greater_than": ("gt", "must be more than"),
+    "less_than_equal": ("le", "must be at most"),
+    "less_than": ("lt", "must be less than"),
+}
+
+
+def plain_message(err: ErrorDetails) -> str:
+    """A validation error's problem in plain words, without its location: ``expected a
+    number, not 'abc'``, ``must be at most 1, not 5``, ``expected one of '>=', '>'…``.
+
+    A check's own message (a ``ValueError``) is kept; unknown error kinds keep pydantic's.
+    """
+    kind, ctx, given = err["type"], err.get("ctx") or {}, _given(err.get("input"))
+    if kind == "value_error":
+        return err["msg"].removeprefix("Value error, ")
+    if kind == "missing":
+        return "required"
+    if kind in _EXPECTED:
+        return f"{_EXPECTED[kind]}, not {given}"
+    if kind in _BOUNDS:
+        name, words = _BOUNDS[kind]
+        return f"{words} {_given(ctx.get(name))}, not {given}"
+    if kind == "literal_error":
+        return f"expected one of {ctx.get('expected')}, not {given}"
+    if kind == "enum":
+        return f"expected one of {ctx.get('expected')}, not {given}"
+    if kind in ("string_too_short", "too_short"):
+        return "must not be empty" if ctx.get("min_length") == 1 else f"too short: {given}"
+    if kind in ("string_too_long", "too_long"):
+        return f"too long (at most {ctx.get('max_length')})"
+    return err["msg"]
+
+
+def _given(value: object) -> str:
+    """What was written, short: ``'abc'``, ``5``, or its kind (``a list``)."""
+    if isinstance(value, float):
+        return f"{value:g}"
+    if isinstance(value, bool | int) or value is None:
+        return "empty" if value is None else str(value).lower()
+    if isinstance(value, str):
+        return repr(value if len(value) <= 40 else value[:40] + "…")
+    return _TYPE_WORDS.get(type(value).__name__, type(value).__name__)
+
+
+def _did_you_mean(loc: Sequence[int | str]) -> str:
+    """`` (did you mean `window`?)`` for an unknown key close to a setting of its level."""
+    model = _model_at(loc[:-1])
+    if model is None or not isinstance(loc[-1], str):
+        return ""
+    close = difflib.get_close_matches(loc[-1].strip().lower(), list(model.model_fields), n=1)
+    return f" (did you mean `{close[0]}`?)" if close else ""
+
+
+def _model_at(loc: Sequence[int | str]) -> type[BaseModel] | None:
+    """The model whose settings sit at ``loc`` in the config (None: not a model there)."""
+    annotation: Any = RepoConfig
+    for part in loc:
+        annotation = _unwrapped(annotation)
+        origin = get_origin(annotation)
+        if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+            field = annotation.model_fields.get(str(part))
+            if field is None:
+                return None
+            annotation = field.annotation
+        elif origin is dict:
+            annotation = get_args(annotation)[1]
+        elif origin in (tuple, list):
+            annotation = get_args(annotation)[0]
+        else:
+            return None
+    annotation = _unwrapped(annotation)
+    is_model = isinstance(annotation, type) and issubclass(annotation, BaseModel)
+    return annotation if is_model else None
+
+
+def _unwrapped(annotation: Any) -> Any:
+    """``X | None`` and ``Annotated[X, ...]`` as ``X`` (the first model of a union)."""
+    while get_origin(annotation) in (Union, types.UnionType, Annotated):
+        args = [a for a in get_args(annotation) if a is not type(None)]
+        if get_origin(annotation) is Annotated:
+            args = args[:1]
+        models = [a for a in args if isinstance(a, type) and issubclass(a, BaseModel)]
+        annotation = (models or args)[0]
+    return annotation
+
+
+SCHEMA_ID = "https://json-schema.org/draft/2020-12/schema"
+_SHORTHANDS: dict[str, list[dict[str, Any]]] = {  # what the validators also accept
+    "FileDecl": [{"type": "string", "description": "a glob: the same as {path: GLOB}"}],
+    "ToleranceDecl": [{"type": "number", "description": "a relative tolerance: {rel: N}"}],
+    "WindowSpec": [
+        {"type": "integer", "minimum": 1, "description": "the last N runs"},
+        {"type": "string", "pattern": r"^(\d+|regime|since:\d{4}-\d{2}-\d{2})$"},
+    ],
+}
+
+
+def config_schema() -> dict[str, Any]:
+    """The JSON Schema of ``.github/threshold-bot.yml`` (for editors), from ``RepoConfig``,
+    with the shorthands the loader accepts (a glob for a ``files`` entry, a number for a
+    tolerance, ``20`` / ``regime`` for a window, ``5%`` for an allowance, one glob for
+    ``shell`` / ``python``).  The checks beyond types (paths inside the repository, sources
+    defined...) are the loader's: ``threshold-bot check-config``."""
+    schema = _with_shorthands(RepoConfig.model_json_schema())
+    rule = schema["$defs"]["RuleSettings"]["properties"]
+    rule["allowance"] = {
+        "anyOf": [
+            {key: rule["allowance"][key] for key in ("type", "minimum", "maximum")},
+            {"type": "string", "pattern": r"^\d+(\.\d+)?%?$", "description": "5% or 0.05"},
+        ],
+        "default": rule["allowance"]["default"],
+        "title": "Allowance",
+    }
+    for key in ("shell", "python"):
+        prop = schema["properties"][key]
+        schema["properties"][key] = {
+            "anyOf": [{k: v for k, v in prop.items() if k != "default"}, {"type": "string"}],
+            "default": prop.get("default", []),
+        }
+    return {"$schema": SCHEMA_ID, **schema, "title": "threshold-bot repository config"}
+
+
+def _with_shorthands(node: Any) -> Any:
+    """``node`` with each ``$ref`` to a model in ``_SHORTHANDS`` also taking its shorthands."""
+    if isinstance(node, list):
+        return [_with_shorthands(item) for item in node]
+    if not isinstance(node, dict):
+        return node
+    ref = node.get("$ref", "")
+    name = ref.rsplit("/", 1)[-1]
+    if name in _SHORTHANDS and len(node) == 1:
+        return {"anyOf": [node, *_SHORTHANDS[name]]}
+    return {key: _with_shorthands(value) for key, value in node.items()}

@@ -96,6 +96,7 @@ class History(Frozen):
     runs: tuple[Run, ...]
     stats: HistoryStats = Field(default_factory=HistoryStats)
     source: str = ""
+    warnings: tuple[str, ...] = ()  # what the reader could not make sense of (the review's)
 
     @property
     def finished(self) -> tuple[Run, ...]:
@@ -341,6 +342,24 @@ class GateChange(Frozen):
 # --------------------------------------------------------------------------- rule
 
 
+_ALLOWANCE_RE = re.compile(r"^(?P<num>\d+(?:\.\d+)?)(?P<pct>%?)$")
+
+
+def parse_allowance(text: str) -> float:
+    """``5%`` or ``0.05`` → 0.05; allowances from 0 to 100% only (``ValueError`` otherwise).
+
+    The one parser of allowances: ``/rebaseline --allowance``, the CLI's ``--allowance`` and
+    the config's ``rule.allowance`` (through ``RuleSettings``).
+    """
+    match = _ALLOWANCE_RE.match(text.strip())
+    if not match:
+        raise ValueError(f"invalid allowance `{text[:40]}`: write a percentage like `5%` or `0.05`")
+    value = float(match["num"]) / (100 if match["pct"] else 1)
+    if value > 1:
+        raise ValueError(f"allowance `{text[:40]}` is over 100%")
+    return value
+
+
 _WINDOW_RE = re.compile(r"^(?:(?P<n>\d+)|(?P<regime>regime)|since:(?P<since>\d{4}-\d{2}-\d{2}))$")
 
 
@@ -401,6 +420,11 @@ class RuleSettings(Frozen):
     significant_digits: int = Field(default=2, ge=1, le=12)
     failure_lookback: int = Field(default=30, ge=1)
     reference: ReferenceStatistic = "median"  # what a reference gate's rule recomputes
+
+    @field_validator("allowance", mode="before")
+    @classmethod
+    def _percent(cls, value: object) -> object:
+        return parse_allowance(value) if isinstance(value, str) else value  # "5%" or "0.05"
 
     @field_validator("allowance")
     @classmethod

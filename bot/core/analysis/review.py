@@ -193,7 +193,7 @@ def build_review(
     unfinished = summary_keys(r for r in history.runs if r.state != "finished")
     ctx = HistoryContext(runs, list(regimes), list(changes), len(history.runs), unfinished)
     reviews = tuple(_review_gate(ctx, change, rule, history.source) for change in gates)
-    notes = list(warnings)
+    notes = [*warnings, *history.warnings]
     if not runs:
         notes.append("the history has no finished runs")
     return Review(

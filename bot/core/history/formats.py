@@ -18,6 +18,7 @@ matched in linear time (``bot.core.history.names``).
 from __future__ import annotations
 
 import csv
+import difflib
 import io
 import json
 import math
@@ -234,8 +235,9 @@ def parse_csv(text: str, name: str, *, skip_bad_lines: bool = False) -> History:
     """Parse CSV run history: a header with ``id,created_at``; unknown columns are metrics.
 
     Optional columns ``name``, ``state``, ``commit`` and ``tags`` (``;``-separated).  Empty
-    cells are absent values.  A bad header is always an error; a bad row is one unless
-    ``skip_bad_lines``.
+    cells are absent values.  A column of text only (``stat`` for ``state``) is named in the
+    history's ``warnings``, with the known column it may mean.  A bad header is always an
+    error; a bad row is one unless ``skip_bad_lines``.
     """
     reader = csv.reader(io.StringIO(text.removeprefix("\ufeff"), newline=""))
     header: list[str] | None = None
@@ -256,12 +258,16 @@ def parse_csv(text: str, name: str, *, skip_bad_lines: bool = False) -> History:
         raise BadHistory(f"{name}:{header_line}: bad header: {'; '.join(problems)}")
     metrics = [(i, c) for i, c in enumerate(columns) if c not in CSV_FIELDS]
     fixed = [(i, c) for i, c in enumerate(columns) if c in CSV_FIELDS]
+    texts: Counter[str] = Counter()  # metric columns' non-numeric cells
+    numeric: set[str] = set()  # metric columns with a number in some row
 
     def row(cells: list[str]) -> _Parsed:
         if len(cells) != len(columns):
             raise _BadLine(f"expected {len(columns)} fields, found {len(cells)}")
         fields = {c: cells[i].strip() for i, c in fixed}
         summary, non_finite, non_numeric = _csv_summary((c, cells[i]) for i, c in metrics)
+        numeric.update(summary)
+        texts.update(c for i, c in metrics if cells[i].strip() and _is_text(cells[i]))
         return _run(fields, summary, non_finite, non_numeric)
 
     def rows() -> Iterator[tuple[int, Callable[[], _Parsed]]]:
@@ -278,7 +284,27 @@ def parse_csv(text: str, name: str, *, skip_bad_lines: bool = False) -> History:
                     yield start, partial(row, cells)
             start = reader.line_num + 1
 
-    return _collect(rows(), name, skip_bad_lines)
+    history = _collect(rows(), name, skip_bad_lines)
+    unknown = [(c, n) for c, n in texts.items() if c not in numeric]
+    if not unknown:
+        return history
+    warnings = tuple(_text_column(name, column, n) for column, n in unknown)
+    return history.model_copy(update={"warnings": warnings})
+
+
+def _is_text(cell: str) -> bool:
+    try:
+        float(cell)
+    except ValueError:
+        return True
+    return False
+
+
+def _text_column(name: str, column: str, cells: int) -> str:
+    """The warning for a column of text only: neither a metric nor a known column."""
+    close = difflib.get_close_matches(column.lower(), sorted(CSV_FIELDS), n=1)
+    hint = f"; did you mean `{close[0]}`?" if close else ""
+    return f"{name}: column `{column}` holds text, not numbers ({cells} cells): ignored{hint}"
 
 
 def _raise(exc: Exception) -> _Parsed:
@@ -330,7 +356,9 @@ def select_runs(history: History, spec: SourceSpec) -> History:
             "by_state": dict(sorted(states.items())),
         }
     )
-    return History.model_construct(runs=tuple(runs), stats=stats, source=history.source)
+    return History.model_construct(
+        runs=tuple(runs), stats=stats, source=history.source, warnings=history.warnings
+    )
 
 
 def _renamed(run: Run, summary_keys: dict[str, str]) -> Run:

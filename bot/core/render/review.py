@@ -10,14 +10,17 @@ to escape outside text.  Outputs are cut to GitHub's size limits.
 from __future__ import annotations
 
 import json
+import shlex
+from collections.abc import Sequence
 from functools import cache
-from pathlib import Path
+from pathlib import Path, PurePath
 
 from jinja2 import Environment, FileSystemLoader, StrictUndefined
 from pydantic import BaseModel, ConfigDict
 
 from bot.core.formatting import day_month_year
-from bot.core.models import Review
+from bot.core.models import GateReview, Review
+from bot.core.render.conditions import tolerance_too_tight
 from bot.core.render.gates import hints, judged, placeholder_rows
 from bot.core.render.markdown import Markdown, code, escape, join, truncate
 from bot.core.render.sources import source_lines
@@ -39,6 +42,9 @@ GITHUB_TEXT_LIMIT = 65_535  # check-run summary / text, and (minus one) an issue
 TITLE_LIMIT = 100
 FOLD_GATES = 12  # more gates than this: the gates table is folded into <details>
 FOLD_REGIMES = 8  # likewise for the regime table
+# how the history adapters word a settings hint for the App's operator; the CLI reads the
+# same settings from its own environment (or ``.env``)
+_APP_ONLY_WORDS = (" on the server",)
 _TRUNCATED = (
     "*Truncated to fit GitHub's size limit: run `threshold-bot review --format json`"
     " for the whole review.*"
@@ -81,8 +87,78 @@ def environment() -> Environment:
     return env
 
 
+def cli_wording(text: str) -> str:
+    """``text`` (a history error or warning) worded for the command line: without the
+    App's "… on the server" (the CLI's settings are its own environment)."""
+    for words in _APP_ONLY_WORDS:
+        text = text.replace(words, "")
+    return text
+
+
+def _for_cli(review: Review) -> Review:
+    """The review with its history error, warnings and gate explanations in the command
+    line's words."""
+    gates = tuple(
+        g.model_copy(
+            update={
+                "explanation": cli_wording(g.explanation),
+                "warnings": tuple(cli_wording(w) for w in g.warnings),
+            }
+        )
+        for g in review.gates
+    )
+    update: dict[str, object] = {
+        "gates": gates,
+        "warnings": tuple(cli_wording(w) for w in review.warnings),
+    }
+    if review.error:
+        update["error"] = cli_wording(review.error)
+    return review.model_copy(update=update)
+
+
+def rebaseline_options(
+    history: PurePath | None,
+    wandb: str | None,
+    config: PurePath | None,
+    window: str | None,
+    allowance: object | None,
+) -> str:
+    """The options of a CLI ``review`` that ``rebaseline`` needs to write the same values,
+    shell-quoted: ``--history runs.jsonl --window regime``."""
+    pairs = [
+        ("--history", history.as_posix() if history else None),
+        ("--wandb", wandb),
+        ("--config", config.as_posix() if config else None),
+        ("--window", window),
+        ("--allowance", None if allowance is None else str(allowance)),
+    ]
+    return " ".join(f"{flag} {shlex.quote(value)}" for flag, value in pairs if value is not None)
+
+
+def cli_rebaseline_commands(values: Sequence[tuple[GateReview, str]], options: str) -> list[str]:
+    """The ``threshold-bot rebaseline`` commands that write ``values`` (:func:`rule_values`):
+    one per file, the gates by name, ``options`` (the review's history and rule options,
+    shell-quoted) after ``--file``, and ``--tolerance`` when a reference's is too tight."""
+    by_file: dict[str, list[GateReview]] = {}
+    for g, _ in values:
+        by_file.setdefault(g.file, []).append(g)
+    commands = []
+    for file, gates in by_file.items():
+        words = ["threshold-bot rebaseline --file", shlex.quote(file)]
+        words += [options] if options else []
+        words += [shlex.quote(name) for name in dict.fromkeys(g.name for g in gates)]
+        if any(tolerance_too_tight(g) for g in gates):
+            words.append("--tolerance")
+        commands.append(" ".join(words))
+    return commands
+
+
 def _context(
-    review: Review, repo_url: str | None, app_mode: bool, approved: str | None = None
+    review: Review,
+    repo_url: str | None,
+    app_mode: bool,
+    approved: str | None = None,
+    cli_options: str = "",
 ) -> dict[str, object]:
     metrics = regime_metrics(review)
     gates = judged(review)
@@ -109,6 +185,7 @@ def _context(
         "fix_command": rebaseline_command(fixes, named=True),
         "rule_values": every,
         "every_command": rebaseline_command(every, named=False),
+        "cli_commands": cli_rebaseline_commands(fixes, cli_options),
         "unverified": [] if review.error else [g for g in gates if g.verdict == "no_data"],
         "new_sources": [g for g in gates if g.proposed_source],
         "approved": approved,
@@ -129,15 +206,22 @@ def render_comment(
     repo_url: str | None = None,
     app_mode: bool = False,
     approved: str | None = None,
+    cli_options: str = "--history FILE",
 ) -> str:
     """The PR comment (docs/pr-comment.md), starting with the hidden marker.
 
     ``app_mode`` words the "what to do" part for the App (``/rebaseline``, the approve
-    button); otherwise it names the edits to make by hand.  ``approved`` is the note of a
-    maintainer approval that covers the proposed values: the verdict then says who approved
-    which values, and what the review found.
+    button, ``/threshold-bot retry``); otherwise for the command line: the edits to make
+    by hand, or the ``threshold-bot rebaseline`` command that makes them, with
+    ``cli_options`` (the review's history and rule options, shell-quoted) — and the history
+    error without the App's "on the server".  ``approved`` is the note of a maintainer
+    approval that covers the proposed values: the verdict then says who approved which
+    values, and what the review found.
     """
-    text = _render("comment.md.j2", _context(review, repo_url, app_mode, approved))
+    if not app_mode:
+        review = _for_cli(review)
+    context = _context(review, repo_url, app_mode, approved, cli_options)
+    text = _render("comment.md.j2", context)
     return truncate(text, GITHUB_TEXT_LIMIT, _TRUNCATED)
 
 

@@ -1,92 +1,170 @@
-"""The review as a terminal table (``threshold-bot review`` on an interactive terminal),
-and ``plain``: outside text made safe to print on a terminal."""
+"""The review on a terminal (``threshold-bot review --format table``): what the PR comment
+says, laid out for any width down to 80 columns.  Text is wrapped, never cut: a block per
+gate (its cells as labelled lines, its explanation and warnings below), the placeholders,
+the values not bound to a gate with their config lines, the review's warnings, the regime
+table (``terminal_regimes``: the widest layout that fits), the method and what to do in
+command-line words.
+
+Every piece of text is a ``rich.text.Text`` of plain text (no Rich markup is interpreted,
+terminal controls are dropped: ``plain``).
+"""
 
 from __future__ import annotations
 
-import re
+from collections.abc import Iterable, Iterator
 
+from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
-from bot.core.models import Review
+from bot.core.analysis.verdicts import needs_action
+from bot.core.models import GateReview, Review
 from bot.core.render.gates import judged, label_plain, metric_plain, placeholder_rows
-from bot.core.render.view import gate_row, verdict_counts
-
-COLUMNS = (
-    "gate",
-    "metric",
-    "old → proposed",
-    "rule",
-    "window min – max",
-    "old fails",
-    "new fails",
-    "verdict",
+from bot.core.render.sources import source_lines
+from bot.core.render.terminal_parts import heading, indent, item, text
+from bot.core.render.terminal_regimes import MOVED, RegimeTable
+from bot.core.render.terminal_text import actions, for_cli, plain, unmark, verdict_words
+from bot.core.render.view import (
+    gate_row,
+    headline,
+    history_phrase,
+    window_groups,
 )
 
-
-# ESC or C1 introducers: OSC/DCS/SOS/PM/APC strings up to BEL or ST (or the end), CSI
-# sequences, other two-character escapes; then every other C0/C1 control character except
-# newline and tab, and the bidi overrides that reorder what the terminal shows.
-_TERMINAL_CONTROLS = re.compile(
-    r"(?:\x1b[\]PX^_]|[\x90\x98\x9d\x9e\x9f])[^\x07\x1b\x9c]*(?:\x07|\x1b\\|\x9c)?"
-    r"|(?:\x1b\[|\x9b)[0-?]*[ -/]*[@-~]?"
-    r"|\x1b[ -/]*[0-~]?"
-    r"|[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]"
-)
+__all__ = ["plain", "review_table"]
 
 
-def plain(text: str) -> str:
-    """``text`` without terminal escape sequences or control characters (newline and tab
-    kept): printed, it cannot retitle the window, clear the screen or move the cursor."""
-    return _TERMINAL_CONTROLS.sub("", text)
+def _verdict_style(g: GateReview) -> str:
+    if needs_action(g):
+        return "bold red"
+    return "yellow" if g.verdict in ("looser_than_rule", "no_data") else "green"
 
 
-def headline_plain(review: Review) -> str:
-    """The one-line verdict as plain text."""
-    if review.error and review.conclusion == "neutral":
-        return f"not reviewed: {review.error}"
-    counts = verdict_counts(judged(review))
-    summary = ", ".join(f"{n} {verdict.replace('_', ' ')}" for verdict, n in counts.items())
-    if review.error:
-        summary += f"; the history could not be read: {review.error}"
-    return f"{review.conclusion.replace('_', ' ')}: {summary or 'no gates'}"
+def _gate_block(g: GateReview) -> Group:
+    """One gate: its name, its cells as labelled lines, its explanation and warnings."""
+    row = gate_row(g)
+    cells = Table.grid(padding=(0, 2))
+    cells.add_column(no_wrap=True, style="dim")
+    cells.add_column(overflow="fold")
+    where = f"{g.file} line {g.line}" + (
+        f"; worst at step {g.worst_step}" if g.worst_step is not None else ""
+    )
+    for label, value, style in (
+        ("verdict", verdict_words(g), _verdict_style(g)),
+        ("metric", metric_plain(g), ""),
+        ("old → proposed", unmark(row.change), ""),
+        ("rule says", row.rule, ""),
+        ("window min – max", row.window, ""),
+        ("old value fails", unmark(row.old_fails), ""),
+        ("proposed fails", unmark(row.new_fails), ""),
+        ("written at", where, ""),
+    ):
+        cells.add_row(Text(label), text(value, style))
+    parts: list[RenderableType] = [
+        text(label_plain(g).replace("\n", " "), "bold"),
+        indent(cells),
+    ]
+    if g.explanation:
+        parts.append(indent(text(f"{g.explanation}.")))
+    parts += [indent(item(w, "warning:", "yellow")) for w in g.warnings]
+    return Group(*parts)
 
 
-def _placeholders_caption(review: Review) -> Text | None:
-    """The placeholders, apart from the judged gates: ``Placeholders, not judged: …``."""
+def _placeholders(review: Review) -> Iterator[RenderableType]:
     rows = placeholder_rows(review)
-    if not rows:
-        return None
-    listed = "; ".join(
-        f"{r.gate.name} = {r.value} ({r.gate.file} line {r.gate.line}): {r.gate.ignored}"
-        for r in rows
-    )
-    return Text(plain(f"Placeholders, not judged: {listed}"))
+    if rows:
+        yield heading(f"Placeholders, not judged ({len(rows)})")
+    for r in rows:
+        g = r.gate
+        yield item(f"{g.name} = {r.value} ({g.file} line {g.line}): {g.ignored}")
 
 
-def review_table(review: Review) -> Table:
-    """One row per judged gate (a reference reads ``metric ≈ 0.95 ±8% (≥ 0.874)``), the
-    placeholders in the caption; every cell is plain text (no Rich markup is interpreted)."""
-    table = Table(
-        title=Text(plain(headline_plain(review))),
-        title_justify="left",
-        caption=_placeholders_caption(review),
-        caption_justify="left",
-    )
-    for column in COLUMNS:
-        table.add_column(column)
-    for g in judged(review):
-        row = gate_row(g)
-        worst = f"\nworst at step {g.worst_step}" if g.worst_step is not None else ""
-        cells = (
-            label_plain(g) + worst,
-            metric_plain(g),
-            row.change,
-            row.rule,
-            row.window,
-            row.old_fails,
-            row.new_fails,
-            row.verdict,
+def _unbound(review: Review) -> Iterator[RenderableType]:
+    count = len(review.unbound)
+    if not count:
+        return
+    values = "value is" if count == 1 else "values are"
+    yield heading(f"Not checked ({count} numeric {values} not bound to a gate)")
+    for u in review.unbound:
+        yield item(f"{u.name} = {u.literal} ({u.file} line {u.line}): {u.reason}")
+        if u.config.strip():
+            yield indent(text("Config lines that would declare it:"))
+            block = "\n".join(u.config.rstrip("\n").splitlines())
+            yield indent(text(block, "cyan"), 4)
+
+
+def _warnings(review: Review) -> Iterator[RenderableType]:
+    if review.warnings:
+        yield heading("Warnings")
+    for warning in review.warnings:
+        yield item(warning, "warning:", "yellow")
+
+
+def _regimes(review: Review) -> Iterator[RenderableType]:
+    if review.regimes:
+        yield heading("Regimes")
+        yield text(
+            f"Medians of each stretch of stable runs; {MOVED}: moved at the change that started it."
         )
-        table.add_row(*(Text(plain(str(c).replace("**", ""))) for c in cells))
-    return table
+        yield RegimeTable(review)
+
+
+def _method(review: Review) -> Iterator[RenderableType]:
+    yield heading("Method")
+    allowance = review.rule.allowance_percent
+    yield item(
+        f"Rule: a lower bound (≥, >) is the window's minimum less {allowance} of its"
+        f" magnitude, rounded down; an upper bound (≤, <) the maximum plus {allowance},"
+        " rounded up; at the literal's decimals, or more to keep"
+        f" {review.rule.significant_digits} significant digits."
+    )
+    if any(g.kind == "reference" for g in judged(review)):
+        yield item(
+            "Rule for a reference ± tolerance: the reference is the window's"
+            f" {review.rule.reference}, at the literal's decimals; the band around it"
+            " (reference ± tolerance, on the sides CI checks) must hold every run of the"
+            " window, else the rule gives the tolerance that would."
+        )
+    windows = window_groups(review)
+    for phrase, names in windows:
+        of = f" of {', '.join(names)}" if len(windows) > 1 else ""
+        yield item(
+            f"Window{of}: {phrase}. Proposed values are checked against the window, old"
+            f" values against the last {review.rule.failure_lookback} runs."
+        )
+    for file, phrase in source_lines(review):
+        yield item(f"Source of {file}: {unmark(phrase)}.")
+    if review.history.total or review.source:
+        source = f"{review.source}, " if review.source else ""
+        yield item(f"History: {source}{history_phrase(review)}.")
+
+
+def _actions(review: Review, cli_options: str) -> Iterator[RenderableType]:
+    items = actions(review, cli_options)
+    if items:
+        yield heading("What to do")
+    yield from (item(words) for words in items)
+
+
+def review_table(review: Review, *, cli_options: str = "--history FILE") -> Group:
+    """The whole review for a terminal, any width down to 80 columns: the verdict, a block
+    per judged gate, then placeholders, unbound values, warnings, regimes, method and what
+    to do.  ``cli_options``: the review's history and
+    rule options, shell-quoted, for the ``threshold-bot rebaseline`` it suggests.  The
+    history error and warnings are worded for the command line (``cli_wording``)."""
+    review = for_cli(review)
+    parts: list[RenderableType] = [text(unmark(headline(review)), "bold")]
+    gates = judged(review)
+    if gates:
+        parts.append(heading("Gates"))
+    for i, g in enumerate(gates):
+        parts += [Text(""), _gate_block(g)] if i else [_gate_block(g)]
+    sections: Iterable[RenderableType] = (
+        *_placeholders(review),
+        *_unbound(review),
+        *_warnings(review),
+        *_regimes(review),
+        *_method(review),
+        *_actions(review, cli_options),
+    )
+    return Group(*parts, *sections)

@@ -181,6 +181,7 @@ def plan_file(
     today: date,
     by: str | None = None,
     points: Mapping[GateKey, PointValues] | None = None,
+    via: str = "/rebaseline",
 ) -> FilePlan:
     """The edits for one file: the named gates, or every gate the rule would change.
 
@@ -190,6 +191,7 @@ def plan_file(
     rule's value at each step (``points``, by :func:`gate_key`; without them it is left
     alone); coupled literals follow their gate; with ``--tolerance``, a tolerance written
     in the file is widened to the one the window needs.  Placeholders are never rewritten.
+    ``via`` names what rebaselined in the provenance comment (the App's command by default).
     """
     reviews = {gate_key(g): g for g in review.gates}
     wanted = set(command.gates)
@@ -224,7 +226,7 @@ def plan_file(
     new_text = replace_spans(tf.path, text, [e.span_edit() for e in plan.edits])
     written = supports_comments(tf.path)
     if written:
-        new_text = _with_provenance(new_text, plan.edits, reviews, review, today, by)
+        new_text = _with_provenance(new_text, plan.edits, reviews, review, today, by, via)
     update = {"edits": tuple(plan.edits), "text": new_text, "provenance_written": written}
     return unchanged.model_copy(update=update)
 
@@ -236,6 +238,7 @@ def _with_provenance(
     review: Review,
     today: date,
     by: str | None,
+    via: str,
 ) -> str:
     first = min(edits, key=lambda e: e.target.line)
     window = reviews[gate_key(first.gate)].window
@@ -252,6 +255,7 @@ def _with_provenance(
         limits=limits,
         reference=review.rule.reference if references else None,
         tolerance=any(e.part.startswith("tolerance") for e in edits),
+        via=via,
     )
     return write_provenance(text, prov, first_gate_line=first.target.line)
 

@@ -36,6 +36,7 @@ class Provenance(Frozen):
     # set when a reference gate changed: how its reference was recomputed
     reference: ReferenceStatistic | None = None
     tolerance: bool = False  # a tolerance was widened too (``--tolerance``)
+    via: str = "/rebaseline"  # what wrote it: the App's command, or the CLI's
 
 
 def supports_comments(path: str) -> bool:
@@ -61,7 +62,7 @@ def provenance_lines(prov: Provenance, *, indent: str = "") -> list[str]:
     who = f" by {_plain(prov.by)}" if prov.by else ""
     kept = "widened where the runs did not fit" if prov.tolerance else "kept"
     runs = f"{window_text}, {prov.runs} runs{span}"
-    lines = [f"{PREFIX} rebaselined {iso_date(prov.on)}{who} with /rebaseline"]
+    lines = [f"{PREFIX} rebaselined {iso_date(prov.on)}{who} with {prov.via}"]
     if prov.limits:
         lines.append(f"  rule: {rule.allowance_percent} allowance from the min/max of {runs}")
         if prov.reference:

@@ -1,0 +1,48 @@
+"""GitHub as a workflow's token sees it: the client of ``threshold-bot action``.
+
+The token is the workflow's ``GITHUB_TOKEN`` (an installation token of the GitHub Actions
+App, whose comments are written by ``github-actions[bot]``) or a personal token.  Comments
+are the client's own when written by the token's user: ``GET /user`` names it for a
+personal token; an installation token may not read it (403) and writes as
+``github-actions[bot]``.  ``author`` names it outright (a GitHub App's token: ``slug[bot]``).
+"""
+
+from __future__ import annotations
+
+from github import Auth, Github, GithubException, GithubRetry
+
+from bot.adapters.github.client import GitHubClient
+from bot.adapters.github.errors import translated
+from bot.adapters.github.identity import AppLogin
+
+ACTIONS_LOGIN = "github-actions[bot]"
+
+
+def workflow_client(
+    token: str, *, base_url: str, author: str | None = None, timeout: int = 15
+) -> GitHubClient:
+    """A client acting with ``token``; its own comments are those of ``author`` (default:
+    the token's user).  Raises ``GitHubError`` when GitHub refuses the token."""
+    gh = Github(
+        auth=Auth.Token(token),
+        base_url=base_url.rstrip("/"),
+        timeout=timeout,
+        retry=GithubRetry(total=3, backoff_factor=0.5, allowed_methods={"GET", "PATCH"}),
+        lazy=True,
+        seconds_between_requests=None,
+        seconds_between_writes=None,
+    )
+    return GitHubClient(gh, login=AppLogin(None, author or _token_login(gh)))
+
+
+@translated
+def _token_login(gh: Github) -> str:
+    """The login of the token's user; ``github-actions[bot]`` for a token that may not ask."""
+    try:
+        _, data = gh.requester.requestJsonAndCheck("GET", "/user")
+    except GithubException as exc:
+        if exc.status in (403, 404):  # an installation token: "Resource not accessible"
+            return ACTIONS_LOGIN
+        raise
+    login = data.get("login") if isinstance(data, dict) else None
+    return login if isinstance(login, str) and login else ACTIONS_LOGIN

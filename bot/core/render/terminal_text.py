@@ -1,0 +1,136 @@
+"""The review's words as plain terminal text: outside text made safe to print (``plain``),
+the view model's Markdown unmarked (``unmark``), and the phrases only the terminal uses
+(a gate's verdict without its icon, the "what to do" in command-line words).
+
+Pure text over ``Review``; the layout is ``bot.core.render.terminal``.
+"""
+
+from __future__ import annotations
+
+import re
+
+from bot.core.analysis.verdicts import needs_action
+from bot.core.models import GateReview, Review
+from bot.core.render.conditions import tolerance_too_tight
+from bot.core.render.gates import judged
+from bot.core.render.review import cli_rebaseline_commands, cli_wording
+from bot.core.render.view import VERDICT_WORDS, attention_words, rule_values
+
+# ESC or C1 introducers: OSC/DCS/SOS/PM/APC strings up to BEL or ST (or the end), CSI
+# sequences, other two-character escapes; then every other C0/C1 control character except
+# newline and tab, and the bidi overrides that reorder what the terminal shows.
+_TERMINAL_CONTROLS = re.compile(
+    r"(?:\x1b[\]PX^_]|[\x90\x98\x9d\x9e\x9f])[^\x07\x1b\x9c]*(?:\x07|\x1b\\|\x9c)?"
+    r"|(?:\x1b\[|\x9b)[0-?]*[ -/]*[@-~]?"
+    r"|\x1b[ -/]*[0-~]?"
+    r"|[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]"
+)
+
+# What bot.core.render.markdown writes around text: a backslash escape (its character
+# kept), the zero-width space it inserts, code and bold marks, a link's brackets and target.
+_MARKS = re.compile(r"\\(.)|&#8203;|</?code>|\*\*|\]\([^)\s]*\)|\[", re.DOTALL)
+
+
+def plain(text: str) -> str:
+    """``text`` without terminal escape sequences or control characters (newline and tab
+    kept): printed, it cannot retitle the window, clear the screen or move the cursor."""
+    return _TERMINAL_CONTROLS.sub("", text)
+
+
+def unmark(markdown: str) -> str:
+    """Markdown built by ``bot.core.render.markdown`` (escaped outside text, ``<code>``,
+    bold, links) as the plain text it shows, safe to print (``plain``)."""
+    return plain(_MARKS.sub(lambda m: m.group(1) or "", markdown))
+
+
+def for_cli(review: Review) -> Review:
+    """``review`` with its history error and warnings in the command line's words, and the
+    outside text that reaches the terminal through the view's Markdown (PR titles, history
+    sources) already ``plain``: an escape sequence is dropped whole, not left half-escaped."""
+    update: dict[str, object] = {
+        "warnings": tuple(cli_wording(w) for w in review.warnings),
+        "pulls": {
+            n: ref.model_copy(update={"title": plain(ref.title)}) for n, ref in review.pulls.items()
+        },
+        "gates": tuple(_plain_sources(g) for g in review.gates),
+    }
+    if review.error:
+        update["error"] = cli_wording(review.error)
+    return review.model_copy(update=update)
+
+
+def _plain_sources(g: GateReview) -> GateReview:
+    declared = g.declared_source
+    if declared is not None:
+        fields = ("entity", "project", "path", "experiment")
+        declared = declared.model_copy(
+            update={f: plain(v) for f in fields if isinstance(v := getattr(declared, f), str)}
+        )
+    return g.model_copy(update={"source": plain(g.source), "declared_source": declared})
+
+
+def verdict_words(g: GateReview) -> str:
+    """The verdict cell of the comment without its icon: ``too tight``, ``cannot be verified``."""
+    if g.proposed_source or (g.verdict == "no_data" and needs_action(g)):
+        return attention_words(g)
+    return VERDICT_WORDS[g.verdict]
+
+
+def actions(review: Review, cli_options: str) -> list[str]:
+    """What a command-line user does next, one item each: edit ``NAME = value`` at
+    ``file:line``, or run ``threshold-bot rebaseline --file F`` with ``cli_options`` (the
+    review's history and rule options, shell-quoted) to write the rule's values."""
+    gates = judged(review)
+    fixes = rule_values(review, flagged_only=True)
+    every = rule_values(review, flagged_only=False)
+    unverified = [] if review.error else [g for g in gates if g.verdict == "no_data"]
+    items: list[str] = []
+    if review.error:
+        items.append(
+            "Nothing was checked: the run history could not be read."
+            " Run the review again once it can be."
+        )
+    if unverified:
+        named = "; ".join(
+            f"{g.name} reads {g.metric}"
+            + (f" (the history has {', '.join(g.closest_keys)})" if g.closest_keys else "")
+            for g in unverified
+        )
+        items.append(
+            f"Check the metric of each gate without data: {named}. Fix the metric name or"
+            " the history source; a metric only new runs log is checked once they do."
+        )
+    if fixes:
+        edits = "\n".join(f"{g.name} = {value} at {g.file}:{g.line}" for g, value in fixes)
+        items.append(f"To follow the rule, edit\n{edits}")
+        them = "it" if len(fixes) == 1 else "them"
+        every_note = (
+            "; without gate names it writes every value the rule would change"
+            if len(every) > len(fixes)
+            else ""
+        )
+        widen = (
+            "; --tolerance also widens a tolerance the runs do not fit, where the file writes it"
+            if any(tolerance_too_tight(g) for g, _ in fixes)
+            else ""
+        )
+        commands = "\n".join(cli_rebaseline_commands(fixes, cli_options))
+        items.append(
+            f"Or write {them} in place with a provenance comment (--dry-run prints the diff"
+            f" and writes nothing){every_note}{widen}:\n{commands}"
+        )
+        items.append(
+            "Or keep the proposed values; --window regime or --window since:YYYY-MM-DD"
+            " checks them against another window."
+        )
+    elif review.conclusion == "success":
+        items.append("Nothing: the thresholds fit the recent runs.")
+    elif not review.gates and review.unbound:
+        items.append(
+            'Declare the values under "Not checked" that are thresholds in'
+            " .github/threshold-bot.yml (the config lines above), or mark a placeholder"
+            " # threshold-bot: ignore."
+        )
+    elif not review.error and not unverified:
+        items.append("Fix what the notes above name.")
+    return [plain(item) for item in items]

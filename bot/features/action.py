@@ -1,0 +1,156 @@
+"""The review of the GitHub Action (``threshold-bot action``): threshold files in, one review out.
+
+The shell (``bot.cli.action``) reads the files of the workspace, their base versions from
+GitHub and the inputs; this module diffs the gates, reads each gate's history and merges
+the reviews, as the App does for a PR (``bot.features.review.pull``) but with the history
+the workflow chooses:
+
+- ``override`` (the ``history:`` or ``wandb:`` input) replaces every gate's source, its run
+  filters kept;
+- without it each gate reads the source its file or the config names (the script's own
+  project), as in the App; a gate with none is ``no_data``, the review says where to name one.
+
+A threshold file the head leaves unparseable is named in the review and makes it
+``action_required`` (the PR broke it); one unparseable at the base only is treated as new.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from bot.core.analysis.review import build_review, merge_reviews, unavailable_review
+from bot.core.config import CONFIG_PATH, RepoConfig
+from bot.core.history.series import with_series
+from bot.core.history.sources import HistoryError, HistorySource
+from bot.core.models import Conclusion, GateChange, Review, RuleSettings, SourceSpec, ThresholdFile
+from bot.core.thresholds.diff import diff_gates, removed_gates
+from bot.core.thresholds.discover import find_gates
+from bot.core.thresholds.errors import ThresholdFileError
+
+# what a parser may still raise on hostile input past its own limits (never a crash)
+PARSE_FAILURES = (ThresholdFileError, RecursionError, ValueError, UnicodeError, OverflowError)
+SEVERITY: dict[str, int] = {"success": 0, "neutral": 1, "action_required": 2}
+
+
+@dataclass(frozen=True)
+class FileVersions:
+    """One threshold file: its repository path, its text in the workspace, and its text at
+    the base (None: the PR adds it); ``audit``: no base to compare with (every gate unchanged)."""
+
+    path: str
+    head: str
+    base: str | None = None
+    audit: bool = False
+
+
+@dataclass(frozen=True)
+class FoundGates:
+    """The gates of the files, diffed: what the analysis reads."""
+
+    files: tuple[ThresholdFile, ...] = ()
+    changes: tuple[GateChange, ...] = ()
+    errors: tuple[str, ...] = ()  # files the head leaves unparseable: "path:line: reason"
+    notes: tuple[str, ...] = ()
+
+
+def find_changes(versions: Sequence[FileVersions], config: RepoConfig) -> FoundGates:
+    """The gate changes of every file (a file without gates is named in ``notes``)."""
+    files: list[ThresholdFile] = []
+    changes: list[GateChange] = []
+    errors: list[str] = []
+    notes: list[str] = []
+    for version in versions:
+        try:
+            head = find_gates(version.path, version.head, config)
+        except PARSE_FAILURES as exc:
+            errors.append(_parse_problem(version.path, exc))
+            continue
+        if head is None or not (head.gates or head.unbound):
+            notes.append(f"{version.path}: no threshold gates found")
+            continue
+        base = head if version.audit else _base(version, config, notes)
+        files.append(head)
+        changes.extend(diff_gates(base, head))
+        notes += [f"{version.path}: {note}" for note in head.notes]
+        if not version.audit:
+            notes += [
+                f"{version.path}: the PR removes gate {g.name} ({g.metric} {g.op} {g.literal})"
+                for g in removed_gates(base, head)
+            ]
+    return FoundGates(tuple(files), tuple(changes), tuple(errors), tuple(notes))
+
+
+def _base(version: FileVersions, config: RepoConfig, notes: list[str]) -> ThresholdFile | None:
+    if version.base is None:
+        return None
+    try:
+        return find_gates(version.path, version.base, config)
+    except PARSE_FAILURES as exc:
+        notes.append(f"{_parse_problem(version.path, exc)} (at the base; its gates are new)")
+        return None
+
+
+def _parse_problem(path: str, exc: Exception) -> str:
+    if isinstance(exc, ThresholdFileError):
+        return str(exc)  # "path:line: reason"
+    return f"{path}: could not be read ({type(exc).__name__})"
+
+
+def with_override(spec: SourceSpec | None, override: SourceSpec | None) -> SourceSpec | None:
+    """The source a gate reads: ``override``'s place (kind, path, entity, project, tracking
+    URI, experiment) with the gate's own run filters; without ``override``, the gate's own."""
+    if override is None or spec is None:
+        return override or spec
+    where = ("kind", "path", "entity", "project", "tracking_uri", "experiment")
+    return spec.model_copy(update={name: getattr(override, name) for name in where})
+
+
+def review_gates(
+    found: FoundGates,
+    history: HistorySource,
+    *,
+    config: RepoConfig,
+    rule: RuleSettings,
+    override: SourceSpec | None = None,
+) -> Review:
+    """One review of every gate, each against its source's history (grouped by source); a
+    history that cannot be read gives its gates ``no_data`` and the review says why."""
+    groups: dict[str, tuple[SourceSpec | None, list[GateChange]]] = {}
+    for change in found.changes:
+        spec = with_override(change.head.source, override)
+        groups.setdefault(spec.key() if spec else "", (spec, []))[1].append(change)
+    unbound = tuple(u for tf in found.files for u in tf.unbound)
+    reviews: list[Review] = []
+    for spec, changes in groups.values():
+        shared = unbound if not reviews else ()
+        if spec is None:
+            error = (
+                "no history source: give the action `history` or `wandb`, name a W&B project "
+                f"in the file, or set one in {CONFIG_PATH}"
+            )
+            reviews.append(unavailable_review(changes, error, rule=rule, unbound=shared))
+            continue
+        try:
+            runs = history.fetch(with_series(spec, (c.head for c in changes)))
+        except HistoryError as exc:
+            error = f"{spec.describe()}: {exc}"
+            reviews.append(unavailable_review(changes, error, rule=rule, unbound=shared))
+            continue
+        reviews.append(
+            build_review(changes, runs, rule=rule, regime_settings=config.regimes, unbound=shared)
+        )
+    empty: Conclusion = "neutral" if unbound else "success"
+    review = merge_reviews(reviews) if reviews else Review(conclusion=empty, unbound=unbound)
+    update: dict[str, object] = {"warnings": (*found.errors, *found.notes, *review.warnings)}
+    if found.errors:
+        update["conclusion"] = "action_required"
+    return review.model_copy(update=update)
+
+
+def fails(conclusion: str, fail_on: str) -> bool:
+    """Whether ``conclusion`` fails the job under ``fail-on`` (``none``: never;
+    ``neutral``: neutral or action_required; ``action_required``: that only)."""
+    if fail_on == "none":
+        return False
+    return SEVERITY[conclusion] >= SEVERITY[fail_on]

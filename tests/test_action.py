@@ -1,0 +1,380 @@
+"""The GitHub Action: ``threshold-bot action`` run as the runner runs it, and ``action.yml``.
+
+The command runs in a subprocess with only the runner's environment: ``GITHUB_*`` variables,
+the inputs as ``INPUT_*``, an event payload file made from GitHub's own ``pull_request``
+webhook payload (tests/fixtures/github), ``GITHUB_STEP_SUMMARY`` a temp file, and a workspace
+holding the PR's head files.  GitHub is the local fake (real PyGithub over HTTP), seeded with
+the base commit, and acting as the GitHub Actions App: its token writes as
+``github-actions[bot]``, like the workflow's ``GITHUB_TOKEN``.  Expected reviews come from
+``threshold-bot review``'s own functions over the same files (the base as seeded).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+import yaml
+from typer.testing import CliRunner, Result
+
+from bot.adapters.history.files import read_history
+from bot.cli.main import app
+from bot.cli.review import review_files
+from bot.core.analysis.limits import recompute_limit
+from bot.core.analysis.review import merge_reviews
+from bot.core.models import RuleSettings
+from bot.core.render.review import MARKER, render_comment
+from demo.data import GATED_METRICS, SCRIPT_PATH, build_example, dump_jsonl
+from tests.fakes.github_api import FakeGitHub
+from tests.fakes.github_state import IssueComment, Repo
+from tests.fakes.wandb_server import API_KEY, FakeWandb, nightly_run, serve
+from tests.webhooks import fixture, patched
+
+ROOT = Path(__file__).resolve().parents[1]
+REPO = "octo/ml"
+INSTALLATION = 9
+ACTIONS_APP = (15368, "github-actions")  # the App behind a workflow's GITHUB_TOKEN
+HISTORY = "ci/history.jsonl"
+NEW_SCRIPT = "ci/long_context.sh"
+NEW_TEXT = """#!/usr/bin/env bash
+LONG_ACC_MIN_VALUE=0.40
+python eval.py --project_name "gsm8k_fully_async_ci" \\
+  --asserts "eval/all/avg_score >= $LONG_ACC_MIN_VALUE"
+"""
+REPO_URL = "https://github.com/octo/ml"
+BIN = Path(sys.executable).with_name("threshold-bot")
+
+
+@dataclass
+class World:
+    """The fake GitHub, the base repository with an open PR, and the runner's files."""
+
+    fake: FakeGitHub
+    repo: Repo
+    token: str
+    tmp: Path
+    workspace: Path
+    history: str  # the history file's text
+    base_script: str
+    head_script: str
+
+    def env(self, event: str = "pull_request", **inputs: str) -> dict[str, str]:
+        """The environment of the action's step: the runner's variables and the inputs."""
+        pr = self.repo.pr(1)
+        payload = patched(
+            fixture("pull_request.opened"),
+            {
+                "number": 1,
+                "pull_request.number": 1,
+                "pull_request.base.sha": self.repo.head("main"),
+                "pull_request.base.ref": "main",
+                "pull_request.head.sha": pr.head_sha,
+                "pull_request.head.ref": pr.head_ref,
+                "repository.full_name": REPO,
+                "repository.name": "ml",
+                "repository.owner.login": "octo",
+            },
+        )
+        if event == "push":
+            payload = patched(fixture("push"), {"repository.full_name": REPO})
+        event_path = self.tmp / "event.json"
+        event_path.write_text(json.dumps(payload), encoding="utf-8")
+        summary = self.tmp / "summary.md"
+        summary.write_text("", encoding="utf-8")  # each step gets its own, empty
+        values = {"files": f"{SCRIPT_PATH} ci/*.sh", "history": HISTORY, "fail-on": "none"}
+        values |= inputs
+        return {
+            "PATH": os.environ.get("PATH", ""),
+            "HOME": str(self.tmp),
+            "GITHUB_ACTIONS": "true",
+            "GITHUB_EVENT_NAME": event,
+            "GITHUB_EVENT_PATH": str(event_path),
+            "GITHUB_REPOSITORY": REPO,
+            "GITHUB_API_URL": self.fake.base_url,
+            "GITHUB_SERVER_URL": "https://github.com",
+            "GITHUB_TOKEN": self.token,
+            "GITHUB_STEP_SUMMARY": str(summary),
+            "GITHUB_OUTPUT": str(self.tmp / "output.txt"),
+            "GITHUB_WORKSPACE": str(self.workspace),
+            **{f"INPUT_{name.upper().replace('-', '_')}": v for name, v in values.items()},
+        }
+
+    def comments(self) -> list[str]:
+        return [c.body for c in self.repo.comments(1)]
+
+
+def run_action(env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    """``threshold-bot action`` as the composite step runs it: its environment only."""
+    return subprocess.run(
+        [str(BIN), "action"], env=env, cwd=env["HOME"], capture_output=True, text=True, timeout=120
+    )
+
+
+def invoke(env: dict[str, str]) -> Result:
+    """The same in this process (faster): the runner's variables replace this process's."""
+    runner_env: dict[str, str | None] = {
+        k: None for k in os.environ if k.startswith(("GITHUB_", "INPUT_", "WANDB_", "MLFLOW_"))
+    }
+    return CliRunner().invoke(app, ["action"], env={**runner_env, **env})
+
+
+@pytest.fixture
+def world(tmp_path: Path) -> Iterator[World]:
+    example = build_example()
+    history = dump_jsonl(example.records)
+    with FakeGitHub(app_id=ACTIONS_APP[0], app_slug=ACTIONS_APP[1]) as fake:
+        repo = fake.add_repo(
+            REPO,
+            installation_id=INSTALLATION,
+            files={SCRIPT_PATH: example.base_script, HISTORY: history, "README.md": "# ml\n"},
+        )
+        repo.open_pr(
+            1,
+            head="rebaseline",
+            head_files={SCRIPT_PATH: example.head_script, NEW_SCRIPT: NEW_TEXT},
+        )
+        workspace = tmp_path / "workspace"  # actions/checkout of the PR
+        for path, text in (
+            (SCRIPT_PATH, example.head_script),
+            (NEW_SCRIPT, NEW_TEXT),
+            (HISTORY, history),
+            ("README.md", "# ml\n"),
+        ):
+            (workspace / path).parent.mkdir(parents=True, exist_ok=True)
+            (workspace / path).write_text(text, encoding="utf-8")
+        token = fake.integration().get_access_token(INSTALLATION).token
+        yield World(
+            fake,
+            repo,
+            token,
+            tmp_path,
+            workspace,
+            history,
+            example.base_script,
+            example.head_script,
+        )
+        fake.check()
+
+
+def expected(world: World, *files: tuple[str, str, str]) -> str:
+    """The comment ``threshold-bot review`` gives for ``(path, head, base)`` files, merged."""
+    reviews = []
+    history = read_history(world.workspace / HISTORY).model_copy(
+        update={"source": f"file:{HISTORY}"}
+    )
+    for n, (path, head, base) in enumerate(files):
+        head_file, base_file = world.tmp / f"head{n}", world.tmp / f"base{n}"
+        head_file.write_text(head, encoding="utf-8")
+        base_file.write_text(base, encoding="utf-8")
+        reviews.append(review_files(history, head_file, base_file, label=path))
+    return render_comment(merge_reviews(reviews), repo_url=REPO_URL, app_mode=False)
+
+
+def ours(world: World) -> list[IssueComment]:
+    """The PR's comments written by the workflow's token."""
+    return [c for c in world.repo.comments(1) if c.user == "github-actions[bot]"]
+
+
+def test_pull_request_review_goes_to_the_summary_and_one_comment(world: World) -> None:
+    # someone quoting the marker: not the action's comment, never edited
+    quoted = world.repo.add_comment(1, f"{MARKER}\nquoted", user="alice")
+    env = world.env(files=SCRIPT_PATH)
+    result = run_action(env)
+    assert result.returncode == 0, result.stderr
+    summary = Path(env["GITHUB_STEP_SUMMARY"]).read_text(encoding="utf-8")
+    # the base came from GitHub: the review is that of the base and head scripts
+    want = expected(world, (SCRIPT_PATH, world.head_script, world.base_script))
+    assert summary == want
+    assert summary.splitlines()[0] == MARKER
+    assert all(name.replace("_", "\\_") in summary for name in GATED_METRICS)
+    assert "/rebaseline" not in summary and "Approve thresholds" not in summary
+    [comment] = ours(world)
+    assert comment.body == summary
+    base = world.repo.head("main")
+    reads = world.fake.requests("GET", f"/repos/{REPO}/contents/{SCRIPT_PATH}")
+    assert [c.query.get("ref") for c in reads] == [base]
+    conclusion = re.search("conclusion=(.+)", Path(env["GITHUB_OUTPUT"]).read_text())
+    assert conclusion is not None and conclusion.group(1) == "action_required"
+
+    # a second run (another window: another body) edits that comment in place
+    again = run_action(world.env(files=SCRIPT_PATH, window="10"))
+    assert again.returncode == 0, again.stderr
+    [edited] = ours(world)
+    assert edited.id == comment.id and edited.body != want
+    assert world.repo.issue_comments[quoted.id].body == f"{MARKER}\nquoted"
+    assert MARKER in edited.body and "10 runs" in edited.body
+    assert len(world.fake.requests("PATCH", f"/repos/{REPO}/issues/comments/{comment.id}")) == 1
+    assert len(world.fake.requests("POST", f"/repos/{REPO}/issues/1/comments")) == 1
+
+
+def test_several_files_and_a_file_the_pr_adds(world: World) -> None:
+    env = world.env(comment="false")
+    result = run_action(env)
+    assert result.returncode == 0, result.stderr
+    summary = Path(env["GITHUB_STEP_SUMMARY"]).read_text(encoding="utf-8")
+    empty = "#!/usr/bin/env bash\n"  # no base: every gate of the new file is new
+    want = expected(
+        world,
+        (NEW_SCRIPT, NEW_TEXT, empty),
+        (SCRIPT_PATH, world.head_script, world.base_script),
+    )
+    assert summary == want
+    rows = [line for line in summary.splitlines() if line.startswith("| <code>")]
+    row = next(line for line in rows if "LONG\\_ACC\\_MIN\\_VALUE" in line)
+    assert "**0.40** (new)" in row
+    assert not any("(new)" in line for line in rows if "EVAL\\_ACC" in line)
+    assert world.comments() == []  # comment: false
+    # the added file was asked for at the base and GitHub had none
+    asked = world.fake.requests("GET", f"/repos/{REPO}/contents/{NEW_SCRIPT}")
+    assert [c.status for c in asked] == [404]
+
+
+def test_fail_on(world: World) -> None:
+    failed = run_action(world.env(files=SCRIPT_PATH, comment="false", **{"fail-on": "neutral"}))
+    assert failed.returncode == 1, failed.stderr
+    failed = run_action(
+        world.env(files=SCRIPT_PATH, comment="false", **{"fail-on": "action_required"})
+    )
+    assert failed.returncode == 1, failed.stderr
+    assert "action_required" in failed.stdout
+
+
+def test_push_event_audits_to_the_summary_without_a_comment(world: World) -> None:
+    env = world.env(event="push", files=SCRIPT_PATH)
+    result = run_action(env)
+    assert result.returncode == 0, result.stderr
+    summary = Path(env["GITHUB_STEP_SUMMARY"]).read_text(encoding="utf-8")
+    head = world.workspace / SCRIPT_PATH
+    history = read_history(world.workspace / HISTORY).model_copy(
+        update={"source": f"file:{HISTORY}"}
+    )
+    audit = review_files(history, head, None, label=SCRIPT_PATH)
+    assert summary == render_comment(audit, repo_url=REPO_URL, app_mode=False)
+    assert world.comments() == []
+    calls = world.fake.requests()
+    assert [c for c in calls if c.path.startswith("/repos/")] == []  # GitHub is not asked
+
+
+@pytest.mark.parametrize(
+    ("inputs", "message"),
+    [
+        ({"files": "nothing/*.sh"}, "no file in the repository matches nothing/*.sh"),
+        ({"files": "../outside.sh"}, "'..' segment"),
+        ({"history": "ci/none.jsonl"}, "history ci/none.jsonl: no such file"),
+        ({"wandb": "acme/proj", "history": ""}, "WANDB_API_KEY is not set"),
+        ({"fail-on": "sometimes"}, "fail-on: expected one of"),
+        ({"comment": "maybe"}, "comment: expected true or false"),
+        ({"config": "none.yml"}, "none.yml"),
+    ],
+)
+def test_errors_are_one_line_in_the_log_and_the_summary(
+    world: World, inputs: dict[str, str], message: str
+) -> None:
+    env = world.env(**inputs)
+    result = invoke(env)
+    assert result.exit_code == 2
+    [line] = result.stderr.splitlines()
+    assert line.startswith("threshold-bot: error: ") and message in line
+    summary = Path(env["GITHUB_STEP_SUMMARY"]).read_text(encoding="utf-8")
+    assert message in summary and "Traceback" not in summary + result.stderr
+    assert str(world.tmp) not in line  # no machine path
+    assert world.comments() == []
+
+
+def test_a_pr_that_changes_no_matched_file(world: World) -> None:
+    assert run_action(world.env(files=SCRIPT_PATH)).returncode == 0
+    [comment] = world.repo.comments(1)
+    env = world.env(files="README.md", **{"fail-on": "neutral"})
+    result = invoke(env)
+    assert result.exit_code == 0, result.output
+    note = "threshold-bot: PR #1 changes none of the 1 threshold files matched"
+    assert note in Path(env["GITHUB_STEP_SUMMARY"]).read_text(encoding="utf-8")
+    [edited] = world.repo.comments(1)  # the earlier review no longer stands: it says so
+    assert edited.id == comment.id and edited.body == f"{MARKER}\n{note}.\n"
+
+
+def test_a_refused_comment_warns_and_keeps_the_summary(world: World) -> None:
+    world.fake.fail_next("POST", r"/issues/1/comments$", status=403)
+    env = world.env(files=SCRIPT_PATH)
+    result = run_action(env)
+    assert result.returncode == 0, result.stderr
+    assert "::warning::could not post the PR comment" in result.stdout
+    summary = Path(env["GITHUB_STEP_SUMMARY"]).read_text(encoding="utf-8")
+    assert summary.startswith(MARKER) and "could not post the PR comment" in summary
+
+
+# --------------------------------------------------------------------------- action.yml
+
+
+def test_action_yml_passes_every_input_through_env() -> None:
+    action = yaml.safe_load((ROOT / "action.yml").read_text(encoding="utf-8"))
+    assert action["runs"]["using"] == "composite"
+    steps = action["runs"]["steps"]
+    assert steps[0]["uses"].startswith("actions/setup-python@")
+    assert steps[0]["with"]["python-version"] == "${{ inputs.python-version }}"
+    passed: set[str] = set()
+    for step in steps:
+        run = step.get("run", "")
+        assert "${{" not in run, f"an expression in the script text of {step.get('name')}"
+        for value in (step.get("env") or {}).values():
+            passed |= set(re.findall(r"\$\{\{\s*inputs\.([\w-]+)\s*\}\}", str(value)))
+        passed |= set(re.findall(r"inputs\.([\w-]+)", json.dumps(step.get("with") or {})))
+    assert passed == set(action["inputs"])
+    install = next(s for s in steps if "pip install" in s.get("run", ""))
+    assert install["env"]["ACTION_PATH"] == "${{ github.action_path }}"
+    assert '"$ACTION_PATH"' in install["run"]
+    review = next(s for s in steps if "threshold-bot" in s.get("run", ""))
+    assert review["run"].strip() == "threshold-bot action"
+    # every input the command reads, under the name the step gives it
+    env = review["env"]
+    for name in set(action["inputs"]) - {"github-token", "python-version"}:
+        assert env[f"INPUT_{name.upper().replace('-', '_')}"] == f"${{{{ inputs.{name} }}}}"
+    assert env["GITHUB_TOKEN"] == "${{ inputs.github-token }}"
+    assert action["inputs"]["github-token"]["default"] == "${{ github.token }}"
+
+
+@pytest.fixture
+def wandb(world: World) -> Iterator[tuple[FakeWandb, dict[str, str]]]:
+    """A fake W&B holding the project the new script names, and the step's W&B settings."""
+    fake = FakeWandb()
+    for i in range(30):
+        score = {"eval": {"all": {"avg_score": 0.45 + i / 1000}}, "_step": i}
+        fake.add_run("acme", "gsm8k_fully_async_ci", nightly_run(i, summary=score))
+    with serve(fake) as url:
+        yield fake, {"WANDB_API_KEY": API_KEY, "WANDB_BASE_URL": url, "WANDB_ENTITY": "acme"}
+
+
+def test_history_from_wandb_or_the_project_the_script_names(
+    world: World, wandb: tuple[FakeWandb, dict[str, str]]
+) -> None:
+    fake, settings = wandb
+    summaries = []
+    for inputs in ({"wandb": "acme/gsm8k_fully_async_ci"}, {}):
+        env = {**world.env(files=NEW_SCRIPT, history="", comment="false", **inputs), **settings}
+        result = run_action(env)
+        assert result.returncode == 0, result.stderr
+        summaries.append(Path(env["GITHUB_STEP_SUMMARY"]).read_text(encoding="utf-8"))
+    # the same runs: the script's own project is that project
+    rows = [[line for line in s.splitlines() if line.startswith("| <code>")] for s in summaries]
+    assert rows[0] == rows[1] and len(rows[0]) == 1
+    assert (
+        "W&B project <code>gsm8k\\_fully\\_async\\_ci</code>, named in the script" in summaries[1]
+    )
+    assert "<code>wandb:acme/gsm8k\\_fully\\_async\\_ci</code>, instead of" in summaries[0]
+    finished = sorted(
+        (r for r in fake.projects[("acme", "gsm8k_fully_async_ci")].values()),
+        key=lambda r: r.created_at,
+    )
+    window = [r.summary["eval"]["all"]["avg_score"] for r in finished if r.state == "finished"]
+    limit = recompute_limit(window[-20:], ">=", "0.40", RuleSettings())
+    assert limit is not None
+    [row] = rows[0]
+    assert "LONG\\_ACC\\_MIN\\_VALUE" in row and "**0.40** (new)" in row
+    assert f"| {limit[0]:.2f} |" in row
