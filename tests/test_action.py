@@ -174,7 +174,10 @@ def expected(world: World, *files: tuple[str, str, str]) -> str:
         head_file.write_text(head, encoding="utf-8")
         base_file.write_text(base, encoding="utf-8")
         reviews.append(review_files(history, head_file, base_file, label=path))
-    return render_comment(merge_reviews(reviews), repo_url=REPO_URL, app_mode=False)
+    options = f"--history {HISTORY}"  # the action repeats its own history in the command
+    return render_comment(
+        merge_reviews(reviews), repo_url=REPO_URL, app_mode=False, cli_options=options
+    )
 
 
 def ours(world: World) -> list[IssueComment]:
@@ -256,7 +259,8 @@ def test_push_event_audits_to_the_summary_without_a_comment(world: World) -> Non
         update={"source": f"file:{HISTORY}"}
     )
     audit = review_files(history, head, None, label=SCRIPT_PATH)
-    assert summary == render_comment(audit, repo_url=REPO_URL, app_mode=False)
+    options = f"--history {HISTORY}"
+    assert summary == render_comment(audit, repo_url=REPO_URL, app_mode=False, cli_options=options)
     assert world.comments() == []
     calls = world.fake.requests()
     assert [c for c in calls if c.path.startswith("/repos/")] == []  # GitHub is not asked

@@ -386,3 +386,13 @@ def test_wandb_talks_only_to_the_fake_and_reports_nothing_home(
         assert {p.name for p in Path.home().iterdir()} == home_before
     wandb_dir = Path(os.environ["WANDB_DIR"])
     assert wandb_dir.is_dir() and not wandb_dir.resolve().is_relative_to(ROOT)
+
+
+def test_an_outage_during_the_key_check_is_an_outage_not_a_rejected_key(
+    fake: FakeWandb, url: str
+) -> None:
+    fake.fail(503, count=1000)  # every request, the key check included
+    with pytest.raises(HistoryUnavailable) as err:
+        source(url, retries=1, timeout=5).fetch(SPEC)
+    assert "rejected the API key" not in str(err.value)
+    assert "503" in str(err.value) or "did not answer" in str(err.value)

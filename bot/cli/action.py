@@ -24,7 +24,7 @@ import os
 import re
 import sys
 from dataclasses import dataclass
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Annotated, Any
 
 import typer
@@ -48,7 +48,7 @@ from bot.core.api_paths import is_full_name, repo_path_problem
 from bot.core.config import CONFIG_PATH, ConfigError, RepoConfig, parse_config
 from bot.core.history.sources import BadHistory, HistoryUnavailable
 from bot.core.models import History, SourceSpec
-from bot.core.render.review import MARKER, render_comment
+from bot.core.render.review import MARKER, rebaseline_options, render_comment
 from bot.features.action import FileVersions, fails, find_changes, review_gates
 
 FAIL_ON = ("action_required", "neutral", "none")
@@ -296,7 +296,15 @@ def _run(
             return False
     found = find_changes(versions, repo_config)
     review = review_gates(found, histories, config=repo_config, rule=rule, override=override)
-    text = render_comment(review, repo_url=repo_url, app_mode=False)
+    # the rebaseline command it prints repeats this run's history and rule options
+    options = rebaseline_options(
+        PurePosixPath(history) if history else None,
+        wandb,
+        PurePosixPath(config) if config else None,
+        window,
+        None,
+    )
+    text = render_comment(review, repo_url=repo_url, app_mode=False, cli_options=options)
     if not _append_summary(text):
         sys.stdout.write(text)
     _append_output("conclusion", review.conclusion)

@@ -366,10 +366,12 @@ class WandbSource:
             raise
         except AuthenticationError as exc:
             log.warning("W&B %s: %s", where, exc)
-            raise HistoryUnavailable(
-                f"W&B history unavailable for {where}: W&B rejected the API key; "
-                "check WANDB_API_KEY on the server"
-            ) from exc
+            # wandb wraps every failure of the key check in AuthenticationError: an outage
+            # (5xx, 429, a timeout) during it is an outage, not a rejected key
+            reason = failure_reason(_message(exc), self.timeout)
+            if reason.startswith(("the W&B request failed", "W&B answered HTTP")):
+                reason = "W&B rejected the API key; check WANDB_API_KEY on the server"
+            raise HistoryUnavailable(f"W&B history unavailable for {where}: {reason}") from exc
         except (WandbApiFailedError, CommError, UsageError) as exc:
             log.warning("W&B %s: %s", where, _message(exc))
             reason = failure_reason(_message(exc), self.timeout)
