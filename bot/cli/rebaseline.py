@@ -25,6 +25,13 @@ import typer
 from bot.adapters.history.files import read_history
 from bot.adapters.settings import SettingsError
 from bot.cli.errors import UsageProblem, fail
+from bot.cli.options import (
+    AllowanceOption,
+    ConfigOption,
+    HistoryOption,
+    WandbOption,
+    WindowOption,
+)
 from bot.cli.review import read_config, rule_settings
 from bot.core.analysis.curves import recompute_points
 from bot.core.analysis.review import build_review
@@ -143,22 +150,11 @@ def rebaseline_command(
     names: Annotated[
         list[str] | None, typer.Argument(metavar="NAME", help="Only these gates.")
     ] = None,
-    history: Annotated[
-        Path | None, typer.Option(help="Run history: a .jsonl or .csv file.")
-    ] = None,
-    wandb: Annotated[
-        str | None,
-        typer.Option(help="Read the history from W&B instead: ENTITY/PROJECT (WANDB_* settings)."),
-    ] = None,
-    config: Annotated[
-        Path | None, typer.Option(help="Repository config (.github/threshold-bot.yml).")
-    ] = None,
-    window: Annotated[
-        str | None, typer.Option(help="Runs the rule looks at: N, 'regime' or since:YYYY-MM-DD.")
-    ] = None,
-    allowance: Annotated[
-        str | None, typer.Option(help="Allowance of the limit rule: 5% or 0.05 (default 5%).")
-    ] = None,
+    history: HistoryOption = None,
+    wandb: WandbOption = None,
+    config: ConfigOption = None,
+    window: WindowOption = None,
+    allowance: AllowanceOption = None,
     tolerance: Annotated[
         bool,
         typer.Option("--tolerance", help="Also widen a reference's tolerance the runs do not fit."),

@@ -23,6 +23,13 @@ from bot.adapters.github.app import DEFAULT_API_URL, token_client
 from bot.adapters.history.files import read_history
 from bot.adapters.settings import SettingsError
 from bot.cli.errors import UsageProblem, fail
+from bot.cli.options import (
+    AllowanceOption,
+    ConfigOption,
+    HistoryOption,
+    WandbOption,
+    WindowOption,
+)
 from bot.core.analysis.review import build_review, unavailable_review
 from bot.core.config import ConfigError, RepoConfig, parse_config, plain_message
 from bot.core.history.series import with_series
@@ -234,25 +241,14 @@ def web_url(api_url: str, repo: str) -> str:
 
 def review_command(
     file: Annotated[Path, typer.Option(help="The threshold file as the PR proposes it.")],
-    history: Annotated[
-        Path | None, typer.Option(help="Run history: a .jsonl or .csv file.")
-    ] = None,
-    wandb: Annotated[
-        str | None,
-        typer.Option(help="Read the history from W&B instead: ENTITY/PROJECT (WANDB_* settings)."),
-    ] = None,
+    history: HistoryOption = None,
+    wandb: WandbOption = None,
     base: Annotated[
         Path | None, typer.Option(help="The same file before the PR (omit: audit the file).")
     ] = None,
-    config: Annotated[
-        Path | None, typer.Option(help="Repository config (.github/threshold-bot.yml).")
-    ] = None,
-    window: Annotated[
-        str | None, typer.Option(help="Runs the rule looks at: N, 'regime' or since:YYYY-MM-DD.")
-    ] = None,
-    allowance: Annotated[
-        str | None, typer.Option(help="Allowance of the limit rule: 5% or 0.05 (default 5%).")
-    ] = None,
+    config: ConfigOption = None,
+    window: WindowOption = None,
+    allowance: AllowanceOption = None,
     output_format: Annotated[
         OutputFormat | None,
         typer.Option(

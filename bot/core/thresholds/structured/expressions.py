@@ -23,7 +23,7 @@ from typing import Any
 
 import yaml
 
-from bot.core.bounded import BoundedLoader, json_bounds, yaml_problem
+from bot.core.bounded import BoundedLoader, yaml_problem
 from bot.core.models import ThresholdFile
 from bot.core.thresholds.errors import ThresholdFileError
 from bot.core.thresholds.expressions.gates import (
@@ -34,6 +34,7 @@ from bot.core.thresholds.expressions.gates import (
     mark_ignored,
 )
 from bot.core.thresholds.shell.quoting import decode
+from bot.core.thresholds.structured.located import check_json
 
 _LIBYAML: Any = getattr(yaml.cyaml, "CParser", None) if yaml.__with_libyaml__ else None
 """libyaml's scanner, when PyYAML has it: ten times faster than its own."""
@@ -62,13 +63,7 @@ def structured_expressions(path: str, text: str) -> ThresholdFile:
 
 
 def _json_strings(path: str, text: str) -> list[Located]:
-    if (found := json_bounds(text)) is not None:
-        line = text.count("\n", 0, found[0]) + 1
-        raise ThresholdFileError(path, line, f"not valid JSON: {found[1]}")
-    try:
-        json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise ThresholdFileError(path, exc.lineno, f"not valid JSON: {exc.msg}") from None
+    check_json(path, text)
     strings, key = [], ""
     for match in _JSON_STRING.finditer(text):  # valid JSON: every quote opens or closes one
         body, at = match["string"][1:-1], match.start("string") + 1
