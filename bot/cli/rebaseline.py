@@ -32,7 +32,7 @@ from bot.cli.options import (
     WandbOption,
     WindowOption,
 )
-from bot.cli.review import read_config, rule_settings
+from bot.cli.review import read_config, read_text, rule_settings
 from bot.core.analysis.curves import recompute_points
 from bot.core.analysis.review import build_review
 from bot.core.commands import Command
@@ -52,21 +52,6 @@ VIA = "threshold-bot rebaseline"  # what the provenance comment says wrote the v
 
 class HistoryUnreadable(Exception):
     """The history could not be read (an outage, a rejected key): exit status 1."""
-
-
-def _read_raw(path: Path) -> str:
-    """The file's text with its line endings as written (they are written back as read)."""
-    try:
-        with path.open(encoding="utf-8", newline="") as handle:
-            return handle.read()
-    except FileNotFoundError:
-        raise UsageProblem(f"threshold file {path}: no such file") from None
-    except IsADirectoryError:
-        raise UsageProblem(f"threshold file {path}: is a directory") from None
-    except UnicodeDecodeError:
-        raise UsageProblem(f"threshold file {path}: not UTF-8 text") from None
-    except OSError as exc:
-        raise UsageProblem(f"threshold file {path}: cannot be read ({exc.strerror})") from None
 
 
 def _gates(path: Path, text: str, config: RepoConfig) -> ThresholdFile:
@@ -167,7 +152,7 @@ def rebaseline_command(
     try:
         repo_config = read_config(config)
         rule = rule_settings(repo_config, window, allowance)
-        text = _read_raw(file)
+        text = read_text(file, "threshold file", raw=True)
         tf = _gates(file, text, repo_config)
         wanted = tuple(dict.fromkeys(names or ()))
         known = list(dict.fromkeys(g.name for g in tf.gates))

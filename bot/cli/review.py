@@ -73,9 +73,12 @@ DEFAULT_COLUMNS = 80  # the table's width outside a terminal, without COLUMNS
 # --------------------------------------------------------------------------- the shell
 
 
-def _read_text(path: Path, what: str) -> str:
+def read_text(path: Path, what: str, *, raw: bool = False) -> str:
+    """A text file given on the command line (``raw``: line endings kept as written);
+    ``UsageProblem`` naming ``what`` when it cannot be read."""
     try:
-        return path.read_text(encoding="utf-8")
+        with path.open(encoding="utf-8", newline="" if raw else None) as handle:
+            return handle.read()
     except FileNotFoundError:
         raise UsageProblem(f"{what} {path}: no such file") from None
     except IsADirectoryError:
@@ -91,7 +94,7 @@ def read_config(path: Path | None) -> RepoConfig:
     if path is None:
         return RepoConfig()
     try:
-        return parse_config(_read_text(path, "config"), str(path))
+        return parse_config(read_text(path, "config"), str(path))
     except ConfigError as exc:
         raise UsageProblem(str(exc)) from None
 
@@ -113,7 +116,7 @@ def rule_settings(config: RepoConfig, window: str | None, allowance: str | None)
 
 def _threshold_file(path: Path, label: str, config: RepoConfig) -> ThresholdFile | None:
     try:
-        return find_gates(label, _read_text(path, "threshold file"), config)
+        return find_gates(label, read_text(path, "threshold file"), config)
     except ThresholdFileError as exc:
         raise UsageProblem(str(exc)) from None
 
