@@ -12,8 +12,9 @@ from datetime import UTC, datetime
 import pytest
 
 from bot.adapters.github.api import CheckAction, ReviewComment
-from bot.adapters.github.client import GitHubClient, _create_once
+from bot.adapters.github.client import GitHubClient
 from bot.adapters.github.errors import GitHubForbidden, GitHubNotFound, GitHubTransientError
+from bot.adapters.github.support import create_once
 from bot.core.retry import is_transient
 from tests.fakes.github_api import FakeGitHub
 from tests.fakes.github_state import IssueComment, Repo
@@ -149,7 +150,7 @@ def test_create_once_reuses_a_resource_that_landed_despite_the_error() -> None:
         created.append("x")
         raise GitHubTransientError("502 after the write landed", 502)
 
-    assert _create_once(create, lambda: "found") == "found"
+    assert create_once(create, lambda: "found") == "found"
     assert created == ["x"]
 
 

@@ -15,6 +15,7 @@ from bot.core.routing import Router, is_own_event, skip_reason
 from bot.features import comments
 from bot.features import installations as installation_events
 from bot.features.context import DeliveryInfo, HandlerContext
+from bot.features.drift import handlers as drift
 from bot.features.review import approve, check_run
 from bot.features.review import handlers as review
 from tests import crash_handler
@@ -106,8 +107,12 @@ def test_the_app_router_composes_the_feature_routers() -> None:
     assert router.handlers("ping", None) == [installation_events.on_ping]
     assert router.handlers("installation", "created") == [installation_events.on_installation]
     assert review.on_pull_request in router.handlers("pull_request", "opened")
-    assert router.handlers("pull_request", "closed") == [review.on_closed]
-    assert router.handlers("issue_comment", "created") == [comments.on_comment]
+    assert router.handlers("pull_request", "closed") == [review.on_closed, drift.on_pull_closed]
+    assert router.handlers("issue_comment", "created") == [
+        comments.on_comment,
+        drift.on_issue_comment,
+    ]
+    assert router.handlers("push", None) == [drift.on_push]
     assert router.handlers("check_run", "requested_action") == [approve.on_requested_action]
     assert router.handlers("check_run", "rerequested") == [check_run.on_rerequested]
 

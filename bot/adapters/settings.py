@@ -94,6 +94,11 @@ class Settings(BaseSettings):
     store_timeout_seconds: float = Field(default=5.0, gt=0)  # /webhook answers 503 after this
     delivery_retention_days: float = Field(default=30.0, gt=0)  # finished deliveries kept
     retry_cooldown_seconds: float = Field(default=60.0, ge=0)  # per PR, for /threshold-bot retry
+    # the drift watch (bot.features.drift): on/off, threshold files per repository, and the
+    # GitHub requests an installation keeps for webhooks (a round stops there)
+    drift_watch: bool = True
+    drift_max_files: int = Field(default=50, ge=1, le=1000)
+    drift_min_rate_remaining: int = Field(default=200, ge=0)
 
     @property
     def webhook_secrets(self) -> tuple[bytes, ...]:

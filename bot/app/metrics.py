@@ -11,6 +11,8 @@ from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, gene
 from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.registry import Collector
 
+from bot.features.drift.watch import WatchReport
+
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 
 _ACK_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5)
@@ -98,6 +100,35 @@ class Metrics:
             buckets=_RUN_BUCKETS,
             registry=r,
         )
+
+        self.drift_rounds = Counter(
+            "threshold_bot_drift_rounds",
+            "Rounds of the drift watch, and those stopped early by the rate limit.",
+            ["outcome"],
+            registry=r,
+        )
+        self.drift_files = Counter(
+            "threshold_bot_drift_files",
+            "Threshold files the drift watch looked at, by what it did (opened, updated, closed,"
+            " unchanged, skipped: not evaluated — an outage or an unreadable file —, busy,"
+            " forbidden, dismissed).",
+            ["action"],
+            registry=r,
+        )
+        self.drift_failures = Counter(
+            "threshold_bot_drift_repository_failures",
+            "Repositories (or installations) the drift watch could not read from GitHub.",
+            registry=r,
+        )
+
+    def record_drift(self, report: WatchReport) -> None:
+        """Count one drift-watch round."""
+        self.drift_rounds.labels("stopped_early" if report.stopped_early else "complete").inc()
+        for acted in report.acted:
+            self.drift_files.labels(acted.action).inc()
+        problems = sum(1 for r in report.repositories if r.problem) + len(report.failed)
+        if problems:
+            self.drift_failures.inc(problems)
 
     def watch_store(self, counts: Callable[[], dict[str, int]]) -> None:
         """Also export the number of stored deliveries per status."""

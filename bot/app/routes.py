@@ -13,6 +13,7 @@ from collections.abc import Iterable
 from bot.core.routing import Router
 from bot.features import comments, installations
 from bot.features.context import HandlerContext
+from bot.features.drift import handlers as drift
 from bot.features.review import approve, check_run
 from bot.features.review import handlers as review
 
@@ -26,6 +27,7 @@ def app_router(extra_modules: Iterable[str] = ()) -> Router[HandlerContext]:
         check_run.router,
         comments.router,
         approve.router,
+        drift.router,
         *extra,
     )
 

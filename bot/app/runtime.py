@@ -30,6 +30,7 @@ from bot.app.worker import Supervisor, Worker
 from bot.core.history.sources import HistoryFactory
 from bot.core.routing import Router
 from bot.features.context import HandlerContext
+from bot.features.drift.watch import drift_job
 from bot.features.review.recheck import RECHECK_MINUTES, recheck_job
 
 
@@ -101,6 +102,9 @@ def build(
         settings, sessions, worker.github, worker.history
     )  # bot.features.review.recheck
     queue.every(RECHECK_MINUTES, "recheck", recheck)
+    if settings.drift_watch:  # bot.features.drift: failing gates on default branches
+        watch = drift_job(settings, sessions, worker.github, worker.history)
+        queue.every(RECHECK_MINUTES, "drift", lambda: metrics.record_drift(watch()))
     queue.every(60, "purge", deliveries.purge_job(sessions, settings.delivery_retention_days))
     return Runtime(
         settings=settings,

@@ -3,10 +3,11 @@ pushing it.
 
 Prints what the App will scan (each glob of ``files``, ``shell`` and ``python``, and the
 checkout's files it matches), each gate found in those files (``file:line``, metric,
-operator, value, kind, and the history source it reads), and each problem: a glob that
-matches no file, a declared gate (or pattern) that matches nothing in a file, a file that
-cannot be read.  Exit status 0 when all is well, 1 on such a problem, 2 for a config that is
-not valid (``threshold-bot: error: FILE:LINE: key: problem``).  ``--schema`` prints the
+operator, value, kind, and the history source it reads), the ``drift`` settings that fell
+back to their defaults (warnings), and each problem: a glob that matches no file, a
+declared gate (or pattern) that matches nothing in a file, a file that cannot be read.
+Exit status 0 when all is well, 1 on such a problem, 2 for a config that is not valid
+(``threshold-bot: error: FILE:LINE: key: problem``).  ``--schema`` prints the
 config's JSON Schema instead (``make schema`` commits it as schema/threshold-bot.schema.json).
 """
 
@@ -114,6 +115,9 @@ def check(config: RepoConfig, root: Path) -> tuple[list[str], list[str]]:
             continue
         lines += [_gate_line(gate, config) for gate in found.gates]
         lines += [f"  {path}: {note}" for note in found.notes]
+    if config.drift.problems:  # warnings: the drift watch runs on with the defaults
+        lines.append("Drift settings that fell back (warnings):")
+        lines += [f"  {problem}" for problem in config.drift.problems]
     return lines, problems
 
 

@@ -10,12 +10,14 @@ import typer
 from bot.cli.action import action_command
 from bot.cli.audit import audit_command
 from bot.cli.check_config import check_config_command
+from bot.cli.drift import drift_command
 from bot.cli.errors import PROG, OneLineErrors
 from bot.cli.export import export_command
 from bot.cli.rebaseline import rebaseline_command
 from bot.cli.review import review_command
 from bot.cli.serve import serve_command, worker_command
 from bot.cli.sync import sync_command
+from bot.cli.watch import watch_command
 
 app = typer.Typer(
     cls=OneLineErrors,
@@ -49,10 +51,12 @@ def _main(
 
 app.command("review")(review_command)
 app.command("rebaseline")(rebaseline_command)
+app.command("drift")(drift_command)
 app.command("sync")(sync_command)
 app.command("export")(export_command)
 app.command("serve")(serve_command)
 app.command("worker")(worker_command)
+app.command("watch")(watch_command)
 app.command("audit")(audit_command)
 app.command("action")(action_command)
 app.command("check-config")(check_config_command)

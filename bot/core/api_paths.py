@@ -8,7 +8,8 @@ the PR.  Before such a string is put into a request path it must be one of these
   character (``repo_path_problem``);
 - a repository: ``owner/name`` of the characters GitHub allows (``is_full_name``);
 - one path segment (a login): not empty, ``.`` or ``..``, no ``/``, ``\\`` or control
-  character (``segment_problem``).
+  character (``segment_problem``);
+- a branch name: what ``git check-ref-format --branch`` accepts (``branch_problem``).
 
 The segments are still percent-quoted where they are interpolated.
 """
@@ -20,6 +21,7 @@ import re
 _SHA = re.compile(r"[0-9a-f]{7,40}", re.IGNORECASE)
 _FULL_NAME = re.compile(r"[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+")
 _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+_REF_FORBIDDEN = re.compile(r"[ ~^:?*\[\\]")
 
 
 def is_sha(value: str | None) -> bool:
@@ -57,4 +59,22 @@ def segment_problem(value: str) -> str | None:
         return "it has a slash"
     if _CONTROL.search(value):
         return "it has a control character"
+    return None
+
+
+def branch_problem(name: str) -> str | None:
+    """Why ``name`` cannot be a branch (git's ``check-ref-format`` rules, plus no leading
+    ``-``); None when it can."""
+    if not name or name == "@":
+        return f"it is {name!r}"
+    if _CONTROL.search(name):
+        return "it has a control character"
+    if _REF_FORBIDDEN.search(name):
+        return "it has a space or one of ~^:?*[\\"
+    if name.startswith(("-", "/")) or name.endswith(("/", ".", ".lock")):
+        return "it starts with '-' or '/', or ends with '/', '.' or '.lock'"
+    if ".." in name or "//" in name or "@{" in name:
+        return "it has '..', '//' or '@{'"
+    if any(part.startswith(".") or part.endswith(".lock") for part in name.split("/")):
+        return "a component starts with '.' or ends with '.lock'"
     return None

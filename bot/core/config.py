@@ -23,15 +23,17 @@ from pydantic import (
     BaseModel,
     ConfigDict,
     Field,
+    ModelWrapValidatorHandler,
     ValidationError,
     field_validator,
     model_validator,
 )
+from pydantic.json_schema import SkipJsonSchema
 from pydantic_core import ErrorDetails
 
 from bot.core.bounded import MAX_PATTERN, BoundedLoader, yaml_problem
 from bot.core.history.names import name_filter
-from bot.core.models import Op, RegimeSettings, RuleSettings, SourceSpec
+from bot.core.models import Op, RegimeSettings, RuleSettings, SourceSpec, WindowSpec
 
 CONFIG_PATH = ".github/threshold-bot.yml"
 
@@ -192,6 +194,99 @@ class PermissionSettings(_Strict):
     approve: Permission = "write"
 
 
+DriftMode = Literal["issue", "pull_request", "off"]
+_LOGIN = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9]|-(?=[A-Za-z0-9])){0,38}")
+_DRIFT_FALLBACK = {  # how a problem names the default a drift setting falls back to
+    "mode": "issue",
+    "min_failures": "3",
+    "window": "regime",
+    "labels": "no labels",
+    "assignees": "no assignees",
+    "files": "every threshold file",
+}
+
+
+def _label(value: str) -> str:
+    if not value.strip() or _CONTROL.search(value):
+        raise ValueError(f"{_given(value)} is not a label")
+    return value.strip()
+
+
+def _login(value: str) -> str:
+    login = value.strip().removeprefix("@")
+    if not _LOGIN.fullmatch(login):
+        raise ValueError(f"{_given(value)} is not a GitHub login")
+    return login
+
+
+class DriftSettings(_Strict):
+    """The drift watch of the default branch (docs/drift.md): the item opened when gates
+    keep failing there. A setting that is not valid falls back to its default, and the item
+    says so: it never makes the config invalid."""
+
+    # Lenient (``_lenient``): ``problems`` says in plain words which settings fell back
+    # (``drift.mode: expected one of … — using issue``) or were unknown and ignored. It is
+    # the loader's, not a setting: not in the JSON Schema.
+    mode: DriftMode = "issue"
+    min_failures: int = Field(default=3, ge=1, strict=True)  # failing runs in a row
+    window: WindowSpec = Field(default_factory=lambda: WindowSpec(kind="regime"))
+    labels: tuple[Annotated[str, Field(max_length=50), AfterValidator(_label)], ...] = ()
+    assignees: tuple[Annotated[str, AfterValidator(_login)], ...] = ()
+    files: tuple[RepoPath, ...] = ()  # globs of the threshold files watched; empty: all
+    problems: SkipJsonSchema[tuple[str, ...]] = ()
+
+    @field_validator("window", mode="before")
+    @classmethod
+    def _window(cls, value: object) -> object:
+        if not isinstance(value, str | int) or isinstance(value, bool):
+            return value
+        try:
+            return WindowSpec.parse(value)
+        except ValueError as exc:  # a bad date says only "month must be in 1..12"
+            text = str(exc)
+            raise ValueError(text if "window" in text else f"{_given(value)}: {text}") from None
+
+    @field_validator("mode", mode="before")
+    @classmethod
+    def _bare_off(cls, value: object) -> object:
+        return "off" if value is False else value  # YAML 1.1 reads a bare ``off`` as false
+
+    @field_validator("labels", "assignees", "files", mode="before")
+    @classmethod
+    def _one_item(cls, value: object) -> object:
+        return [value] if isinstance(value, str) else value
+
+    @model_validator(mode="wrap")
+    @classmethod
+    def _lenient(cls, value: object, handler: ModelWrapValidatorHandler[DriftSettings]) -> Any:
+        if isinstance(value, DriftSettings):
+            return value
+        if value is None:  # ``drift:`` with nothing under it
+            return handler({})
+        if not isinstance(value, dict):
+            problem = f"drift: expected a mapping of settings, not {_given(value)}"
+            return handler({"problems": (f"{problem} — using the defaults",)})
+        kept: dict[str, object] = {}
+        problems: list[str] = []
+        for key, item in value.items():
+            name = str(key)
+            if name not in _DRIFT_FALLBACK:
+                close = difflib.get_close_matches(name.strip().lower(), list(_DRIFT_FALLBACK), n=1)
+                hint = f" (did you mean `{close[0]}`?)" if close else ""
+                problems.append(f"drift.{name}: unknown setting{hint} — ignored")
+                continue
+            try:
+                handler({name: item})
+            except ValidationError as exc:
+                err = exc.errors()[0]
+                where = ".".join(str(part) for part in err["loc"]) or name
+                fallback = _DRIFT_FALLBACK[name]
+                problems.append(f"drift.{where}: {plain_message(err)} — using {fallback}")
+                continue
+            kept[name] = item
+        return handler({**kept, "problems": tuple(problems)})
+
+
 class RepoConfig(_Strict):
     """Schema of ``.github/threshold-bot.yml``."""
 
@@ -208,6 +303,7 @@ class RepoConfig(_Strict):
     metrics: dict[str, str] = Field(default_factory=dict)
     tolerance: ToleranceDecl | None = None  # default tolerance of every reference gate
     permissions: PermissionSettings = Field(default_factory=PermissionSettings)
+    drift: DriftSettings = Field(default_factory=DriftSettings)  # never invalid: see its problems
 
     @field_validator("shell", "python", mode="before")
     @classmethod
@@ -466,8 +562,9 @@ def config_schema() -> dict[str, Any]:
     """The JSON Schema of ``.github/threshold-bot.yml`` (for editors), from ``RepoConfig``,
     with the shorthands the loader accepts (a glob for a ``files`` entry, a number for a
     tolerance, ``20`` / ``regime`` for a window, ``5%`` for an allowance, one glob for
-    ``shell`` / ``python``).  The checks beyond types (paths inside the repository, sources
-    defined...) are the loader's: ``threshold-bot check-config``."""
+    ``shell`` / ``python``, one label, assignee or glob under ``drift``).  The checks beyond
+    types (paths inside the repository, sources defined...) are the loader's:
+    ``threshold-bot check-config``."""
     schema = _with_shorthands(RepoConfig.model_json_schema())
     rule = schema["$defs"]["RuleSettings"]["properties"]
     rule["allowance"] = {
@@ -478,9 +575,21 @@ def config_schema() -> dict[str, Any]:
         "default": rule["allowance"]["default"],
         "title": "Allowance",
     }
-    for key in ("shell", "python"):
-        prop = schema["properties"][key]
-        schema["properties"][key] = {
+    drift = schema["$defs"]["DriftSettings"]["properties"]
+    mode = drift["mode"]
+    drift["mode"] = {
+        "anyOf": [
+            {key: mode[key] for key in ("type", "enum")},
+            {"const": False, "description": "off, as YAML 1.1 reads a bare off"},
+        ],
+        "default": mode["default"],
+        "title": "Mode",
+    }
+    for props, key in [(schema["properties"], "shell"), (schema["properties"], "python")] + [
+        (drift, key) for key in ("labels", "assignees", "files")
+    ]:
+        prop = props[key]
+        props[key] = {
             "anyOf": [{k: v for k, v in prop.items() if k != "default"}, {"type": "string"}],
             "default": prop.get("default", []),
         }

@@ -495,6 +495,8 @@ class GateReview(Frozen):
     # extras beyond the documented JSON fields
     changed: bool = False
     classification: Classification = "passing"
+    # ``at`` of the regime change the classification is tied to (``Change.at``), if any
+    tied_change: datetime | None = None
     explanation: str = ""
     decimals: int = 0
     source: str = ""

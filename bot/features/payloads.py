@@ -161,3 +161,44 @@ class InstallationRepositoriesEvent(Payload):
     installation: InstallationRef
     repositories_added: tuple[Repository, ...] = ()
     repositories_removed: tuple[Repository, ...] = ()
+
+
+class ClosedPull(Payload):
+    """The PR of a ``pull_request`` ``closed`` delivery: merged or not."""
+
+    number: int
+    merged: bool = False
+
+
+class ClosedPullEvent(Payload):
+    """A ``pull_request`` ``closed`` delivery."""
+
+    pull_request: ClosedPull
+    repository: Repository
+
+
+class PushRepository(Payload):
+    """The repository of a ``push``: its name, default branch and visibility."""
+
+    full_name: str
+    default_branch: str = "main"
+    private: bool = False
+    archived: bool = False
+
+
+class PushCommit(Payload):
+    """One commit of a ``push``: the paths it touched."""
+
+    added: tuple[str, ...] = ()
+    modified: tuple[str, ...] = ()
+    removed: tuple[str, ...] = ()
+
+
+class PushEvent(Payload):
+    """A ``push`` delivery (GitHub lists at most 20 commits, ``commits`` may be cut)."""
+
+    ref: str
+    after: str = ""
+    deleted: bool = False
+    repository: PushRepository
+    commits: tuple[PushCommit, ...] = ()

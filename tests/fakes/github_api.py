@@ -11,6 +11,10 @@ schema of the operation (``openapi_check``), records every call, and can inject 
         gh = fake.client(installation_id=7)
         assert gh.get_repo("octo/ml").get_pull(1).title == pr.title
         fake.check()  # no invalid response shapes, no unimplemented endpoints
+
+Beyond failures (``fail_next``), tests can take a permission away from an installation
+(``deny``), set the rate limit the responses report (``rate_remaining``, ``rate_cost``) and
+delay a response after its request took effect (``hold_next``).
 """
 
 from __future__ import annotations
@@ -20,6 +24,7 @@ import functools
 import json
 import re
 import threading
+import time
 import traceback
 import urllib.parse
 from collections.abc import Mapping
@@ -38,13 +43,23 @@ from cryptography.hazmat.primitives.asymmetric import rsa
 from github import Auth, Github, GithubIntegration, GithubRetry
 
 from bot.adapters.github.app import GitHubApp
-from tests.fakes import github_endpoints_checks, github_endpoints_git, github_endpoints_pulls
+from tests.fakes import (
+    github_endpoints_checks,
+    github_endpoints_git,
+    github_endpoints_issues,
+    github_endpoints_pulls,
+)
 from tests.fakes.github_routes import ROUTES, Api, ApiError, Reply, Request, Route
 from tests.fakes.github_shapes import API, Shapes, retarget
 from tests.fakes.github_state import GitHubState, Repo
 from tests.fakes.openapi_check import SPEC_PATH, load_openapi
 
-ENDPOINTS = (github_endpoints_pulls, github_endpoints_git, github_endpoints_checks)  # register
+ENDPOINTS = (  # importing them registers their routes
+    github_endpoints_pulls,
+    github_endpoints_issues,
+    github_endpoints_git,
+    github_endpoints_checks,
+)
 Headers = Mapping[str, str] | Message  # http.server hands over an email Message
 SECONDARY_RATE_LIMIT = (
     "You have exceeded a secondary rate limit and have been temporarily blocked from content "
@@ -94,6 +109,18 @@ class Fault:
     remaining: int
     headers: dict[str, str]
     body: Any
+    landed: bool = False
+
+
+@dataclass
+class Hold:
+    """A response held back ``seconds`` after its request took effect; ``reached`` is set
+    once the request has been handled (the state changed) and the delay begins."""
+
+    method: str
+    pattern: re.Pattern[str]
+    seconds: float
+    reached: threading.Event
 
 
 class _Server(ThreadingHTTPServer):
@@ -116,7 +143,10 @@ class _Handler(BaseHTTPRequestHandler):
         lines = [f"HTTP/1.1 {status} {HTTPStatus(status).phrase}"]
         lines += [f"{name}: {value}" for name, value in headers.items()]
         # One send for head and body: separate small writes cost ~40 ms each (Nagle).
-        self.wfile.write(("\r\n".join(lines) + "\r\n\r\n").encode("latin-1") + payload)
+        try:
+            self.wfile.write(("\r\n".join(lines) + "\r\n\r\n").encode("latin-1") + payload)
+        except OSError:  # the client went away (killed while a response was held)
+            self.close_connection = True
 
     do_GET = do_POST = do_PUT = do_PATCH = do_DELETE = _serve
 
@@ -150,6 +180,9 @@ class FakeGitHub:
         self.unimplemented: list[str] = []
         self.server_errors: list[str] = []
         self._faults: list[Fault] = []
+        self._holds: list[Hold] = []
+        self.rate_remaining = 4999  # X-RateLimit-Remaining of the next response
+        self.rate_cost = 0  # subtracted per installation-token request (0: a constant)
         self._server = _Server(("127.0.0.1", 0), _Handler)
         self._server.fake = self
         self.base_url = f"http://127.0.0.1:{self._server.server_address[1]}"
@@ -236,13 +269,25 @@ class FakeGitHub:
         """A PyGithub ``Github`` acting as an installation (token fetched through the App JWT)."""
         return self.integration(retry).get_github_for_installation(installation_id)
 
+    def deny(self, installation_id: int, permission: str) -> None:
+        """Take ``permission`` (``issues`` or ``pull_requests``) from an installation: its
+        writes needing it answer 403 "Resource not accessible by integration"."""
+        with self.state.lock:
+            self.state.denied.setdefault(installation_id, set()).add(permission)
+
     # ----- recording and checks ---------------------------------------------------------------
-    def requests(self, method: str | None = None, path: str | None = None) -> list[Call]:
-        """Recorded calls with this method and exact path (None matches any)."""
+    def requests(
+        self, method: str | None = None, path: str | None = None, *, repo: str | None = None
+    ) -> list[Call]:
+        """Recorded calls with this method and exact path (None matches any), and only those
+        under ``/repos/{repo}`` when ``repo`` is given."""
+        prefix = f"/repos/{repo}"
         return [
             call
             for call in list(self.calls)
-            if method in (None, call.method) and path in (None, call.path)
+            if method in (None, call.method)
+            and path in (None, call.path)
+            and (repo is None or call.path == prefix or call.path.startswith(prefix + "/"))
         ]
 
     def check(self) -> None:
@@ -264,15 +309,26 @@ class FakeGitHub:
         times: int = 1,
         headers: Mapping[str, str] | None = None,
         body: Any = None,
+        *,
+        landed: bool = False,
     ) -> None:
         """Answer the next ``times`` requests matching ``method`` and ``path_regex`` (searched in
-        the path) with ``status`` instead of handling them."""
+        the path) with ``status`` instead of handling them; with ``landed``, handle them first
+        (their changes take effect: a write that failed but landed)."""
         if body is None:
             message = HTTPStatus(status).phrase
             body = Shapes.error(status, "Server Error" if status >= 500 else message)
         with self.state.lock:
             self._faults.append(
-                Fault(method, re.compile(path_regex), status, times, dict(headers or {}), body)
+                Fault(
+                    method,
+                    re.compile(path_regex),
+                    status,
+                    times,
+                    dict(headers or {}),
+                    body,
+                    landed,
+                )
             )
 
     def secondary_rate_limit(
@@ -282,6 +338,22 @@ class FakeGitHub:
         headers = {} if retry_after is None else {"Retry-After": str(retry_after)}
         body = Shapes.error(403, SECONDARY_RATE_LIMIT)
         self.fail_next(method, path_regex, 403, times, headers, body)
+
+    def hold_next(self, method: str, path_regex: str, seconds: float) -> Hold:
+        """Handle the next request matching ``method`` and ``path_regex`` as usual (its changes
+        take effect at once), then wait ``seconds`` before answering, without holding the
+        state lock: a test can kill the client meanwhile (wait on ``Hold.reached``)."""
+        hold = Hold(method, re.compile(path_regex), seconds, threading.Event())
+        with self.state.lock:
+            self._holds.append(hold)
+        return hold
+
+    def _take_hold(self, method: str, path: str) -> Hold | None:
+        for hold in self._holds:
+            if hold.method == method and hold.pattern.search(path):
+                self._holds.remove(hold)
+                return hold
+        return None
 
     def _take_fault(self, method: str, path: str) -> Fault | None:
         for fault in self._faults:
@@ -324,7 +396,7 @@ class FakeGitHub:
         fault = self._take_fault(method, path)
         match = self.openapi.match(method, path)
         operation = match.operation if match else None
-        if fault is not None:
+        if fault is not None and not fault.landed:
             return Reply(fault.status, fault.body, dict(fault.headers)), operation
         if match is None:
             return Reply(404, Shapes.error(404, "Not Found")), None
@@ -339,7 +411,10 @@ class FakeGitHub:
                 raise ApiError(422, problem)
             accept = headers.get("Accept") or ""
             request = Request(method, path, match.params, query, body, installation, accept)
-            return route.handler(self.api, request), operation
+            reply = route.handler(self.api, request)
+            if fault is not None:  # landed: handled, then answered with the fault
+                return Reply(fault.status, fault.body, dict(fault.headers)), operation
+            return reply, operation
         except ApiError as error:
             return Reply(
                 error.status, Shapes.error(error.status, error.message, error.errors)
@@ -372,6 +447,13 @@ class FakeGitHub:
                     self.schema_errors.extend(errors)
                     reply = Reply(500, Shapes.error(500, "invalid response: " + errors[0]))
             self.calls.append(Call(method, url.path, query, body, reply.status))
+            remaining = self.rate_remaining
+            if "ghs_" in (headers.get("Authorization") or ""):  # an installation's request
+                self.rate_remaining = max(0, remaining - self.rate_cost)
+            hold = self._take_hold(method, url.path)
+        if hold is not None:
+            hold.reached.set()
+            time.sleep(hold.seconds)
         if isinstance(reply.body, bytes):
             payload, media = reply.body, "github.v3; param=raw"
         else:
@@ -385,7 +467,7 @@ class FakeGitHub:
             "Content-Length": str(len(payload)),
             "X-GitHub-Media-Type": media,
             "X-RateLimit-Limit": "5000",
-            "X-RateLimit-Remaining": "4999",
+            "X-RateLimit-Remaining": str(remaining),
             "X-RateLimit-Reset": str(int(datetime.now(UTC).timestamp()) + 3600),
             "X-GitHub-Request-Id": f"FAKE:{len(self.calls)}",
             **reply.headers,

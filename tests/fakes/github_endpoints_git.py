@@ -239,11 +239,19 @@ def create_git_commit(api: Api, req: Request) -> Reply:
 
 @route("GET", "/repos/{owner}/{repo}/git/trees/{tree_sha}")
 def get_tree(api: Api, req: Request) -> Reply:
+    """A tree by its sha, or the tree of a commit (a tree-ish, as git reads it): the top
+    level, or every entry with ``recursive`` (any value but absent / empty, as GitHub)."""
     repo = api.repo(req)
-    files = api.snapshot_of_tree(repo, req.params["tree_sha"])
+    sha = req.params["tree_sha"]
+    commit = repo.objects.get(sha.lower())
+    files = commit.files if commit is not None else api.snapshot_of_tree(repo, sha)
     if files is None:
         raise ApiError(404, "Not Found")
-    return Reply(200, api.shapes.git_tree(repo, req.params["tree_sha"], files))
+    tree = commit.tree if commit is not None else sha
+    recursive = bool(req.query.get("recursive"))
+    body, subtrees = api.shapes.tree_listing(repo, tree, files, recursive=recursive)
+    repo.trees.update(subtrees)  # a sub-tree listed can be read in turn
+    return Reply(200, body)
 
 
 @route("GET", "/repos/{owner}/{repo}/git/commits/{commit_sha}")

@@ -66,6 +66,13 @@ def get_repo_installation(api: Api, req: Request) -> Reply:
     return Reply(200, api.shapes.installation(repo.installation_id, repo.owner))
 
 
+@route("GET", "/installation/repositories")
+def list_installation_repos(api: Api, req: Request) -> Reply:
+    repos = [r for r in api.state.repos.values() if r.installation_id == req.installation]
+    chunk, headers = api.page(req, sorted(repos, key=lambda r: r.id))
+    return Reply(200, api.shapes.installation_repositories(chunk, len(repos)), headers)
+
+
 # ----- repositories, users and permissions ------------------------------------------------
 @route("GET", "/repos/{owner}/{repo}")
 def get_repo(api: Api, req: Request) -> Reply:
@@ -189,13 +196,6 @@ def create_review(api: Api, req: Request) -> Reply:
 
 
 # ----- issues and comments -----------------------------------------------------------------
-def _issue(api: Api, repo: Repo, req: Request) -> PullRequest:
-    number = int(req.params["issue_number"])
-    if number not in repo.pulls:
-        raise ApiError(404, "Not Found")
-    return repo.pulls[number]
-
-
 def _comment(repo: Repo, req: Request) -> IssueComment:
     comment = repo.issue_comments.get(int(req.params["comment_id"]))
     if comment is None:
@@ -227,16 +227,10 @@ def _comment_body(req: Request) -> str:
     return body
 
 
-@route("GET", "/repos/{owner}/{repo}/issues/{issue_number}")
-def get_issue(api: Api, req: Request) -> Reply:
-    repo = api.repo(req)
-    return Reply(200, api.shapes.issue(_issue(api, repo, req)))
-
-
 @route("GET", "/repos/{owner}/{repo}/issues/{issue_number}/comments")
 def list_comments(api: Api, req: Request) -> Reply:
     repo = api.repo(req)
-    issue = _issue(api, repo, req)
+    issue = api.item(repo, req)
     chunk, headers = api.page(req, repo.comments(issue.number))
     return Reply(200, [api.shapes.issue_comment(repo, c) for c in chunk], headers)
 
@@ -244,7 +238,8 @@ def list_comments(api: Api, req: Request) -> Reply:
 @route("POST", "/repos/{owner}/{repo}/issues/{issue_number}/comments")
 def create_comment(api: Api, req: Request) -> Reply:
     repo = api.repo(req, write=True)
-    issue = _issue(api, repo, req)
+    issue = api.item(repo, req)
+    api.allow(req, "pull_requests" if isinstance(issue, PullRequest) else "issues")
     now = api.state.tick()
     comment = IssueComment(
         api.state.next_id(),

@@ -17,6 +17,7 @@ from typing import Any
 from tests.fakes.github_shapes import Shapes
 from tests.fakes.github_state import (
     GitHubState,
+    Issue,
     PullRequest,
     Repo,
 )
@@ -136,6 +137,20 @@ class Api:
                 ):
                     return repo
         raise ApiError(403, NOT_ACCESSIBLE)
+
+    def allow(self, req: Request, permission: str) -> None:
+        """403 as GitHub answers when the installation lacks ``permission`` (``issues``,
+        ``pull_requests``: see ``FakeGitHub.deny``)."""
+        if permission in self.state.denied.get(req.installation or 0, set()):
+            raise ApiError(403, NOT_ACCESSIBLE)
+
+    def item(self, repo: Repo, req: Request) -> PullRequest | Issue:
+        """The issue or pull request ``issue_number`` of the path."""
+        number = int(req.params["issue_number"])
+        found = repo.pulls.get(number) or repo.issues.get(number)
+        if found is None:
+            raise ApiError(404, "Not Found")
+        return found
 
     def pull(self, repo: Repo, req: Request) -> PullRequest:
         number = int(req.params["pull_number"])

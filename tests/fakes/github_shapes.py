@@ -12,6 +12,7 @@ import base64
 import functools
 import hashlib
 import json
+import urllib.parse
 from datetime import datetime
 from typing import Any, TypeVar, cast
 
@@ -20,6 +21,7 @@ from tests.fakes.github_state import (
     Commit,
     FileChange,
     GitHubState,
+    Issue,
     IssueComment,
     PullRequest,
     Reaction,
@@ -251,6 +253,7 @@ class Shapes:
             mirror_url=None,
             license=None,
             visibility="private" if repo.private else "public",
+            archived=repo.archived,
         )
         body.pop("template_repository", None)
         body.pop("temp_clone_token", None)
@@ -260,6 +263,14 @@ class Shapes:
         """A repository object as nested in pull requests."""
         template = _load_rest("pulls.get.200.pull-request")["head"]["repo"]
         return self._fill_repo(template, repo)
+
+    def installation_repositories(self, page: list[Repo], total: int) -> Json:
+        """GET /installation/repositories: one page of the installation's repositories."""
+        return {
+            "total_count": total,
+            "repository_selection": "selected",
+            "repositories": [self.repository(repo) for repo in page],
+        }
 
     def full_repository(self, repo: Repo) -> Json:
         """GET /repos/{owner}/{repo}."""
@@ -546,6 +557,40 @@ class Shapes:
         )
         return body
 
+    def tree_listing(
+        self, repo: Repo, sha: str, files: dict[str, str], *, recursive: bool
+    ) -> tuple[Json, dict[str, dict[str, str]]]:
+        """GET git/trees/{sha}: the top level of the snapshot ``files``, or every entry
+        (directories and files) with ``recursive``; and the sub-trees listed (sha -> files),
+        so that they can be read in turn."""
+        api = f"{self.base}/repos/{repo.full_name}"
+        dirs: dict[str, dict[str, str]] = {}
+        for path, text in files.items():
+            parts = path.split("/")
+            for depth in range(1, len(parts)):
+                below = dirs.setdefault("/".join(parts[:depth]), {})
+                below["/".join(parts[depth:])] = text
+        entries: list[Json] = []
+        for path, below in dirs.items():
+            if recursive or "/" not in path:
+                sub = tree_sha(below)
+                entry = {"path": path, "mode": "040000", "type": "tree", "sha": sub}
+                entries.append({**entry, "url": f"{api}/git/trees/{sub}"})
+        for path, text in files.items():
+            if recursive or "/" not in path:
+                blob = blob_sha(text)
+                entry = {"path": path, "mode": "100644", "type": "blob", "sha": blob}
+                entries.append(
+                    {**entry, "size": len(text.encode()), "url": f"{api}/git/blobs/{blob}"}
+                )
+        body = {
+            "sha": sha,
+            "url": f"{api}/git/trees/{sha}",
+            "tree": sorted(entries, key=lambda e: str(e["path"])),
+            "truncated": False,
+        }
+        return body, {tree_sha(below): below for below in dirs.values()}
+
     def short_blob(self, repo: Repo, sha: str) -> Json:
         return {"url": f"{self.base}/repos/{repo.full_name}/git/blobs/{sha}", "sha": sha}
 
@@ -574,16 +619,16 @@ class Shapes:
             title=pr.title,
             user=self.user(pr.user),
             body=pr.body,
-            labels=[],
+            labels=[self.label(pr.repo, name) for name in pr.labels],
             milestone=None,
             active_lock_reason=None,
             created_at=iso(pr.created_at),
-            updated_at=iso(pr.closed_at or pr.created_at),
+            updated_at=iso(pr.updated_at or pr.closed_at or pr.created_at),
             closed_at=iso(pr.closed_at),
             merged_at=iso(pr.merged_at),
             merge_commit_sha=pr.merge_commit_sha,
-            assignee=None,
-            assignees=[],
+            assignee=self.user(pr.assignees[0]) if pr.assignees else None,
+            assignees=[self.user(login) for login in pr.assignees],
             requested_reviewers=[],
             requested_teams=[],
             head=self._branch(pr.head_repo, pr.head_ref, pr.head_sha),
@@ -634,56 +679,79 @@ class Shapes:
             "base": part(pr.repo, pr.base_ref, pr.base_sha),
         }
 
-    def issue(self, pr: PullRequest) -> Json:
-        """GET /repos/{owner}/{repo}/issues/{n} for a pull request."""
-        body: Json = retarget(_spec_raw("issue"), self._pr_pairs(pr))
-        api = f"{self.base}/repos/{pr.repo.full_name}"
+    def label(self, repo: Repo, name: str) -> Json:
+        label_id = repo.labels.get(name) or stable_id(name)
+        return {
+            "id": label_id,
+            "node_id": node_id("Label", label_id),
+            "url": f"{self.base}/repos/{repo.full_name}/labels/{urllib.parse.quote(name)}",
+            "name": name,
+            "description": None,
+            "color": "ededed",
+            "default": False,
+        }
+
+    def issue(self, repo: Repo, item: PullRequest | Issue) -> Json:
+        """An issue (GET/POST/PATCH issues, the issues listing): a plain issue, or a pull
+        request seen as an issue (with its ``pull_request`` links)."""
+        pull = isinstance(item, PullRequest)
+        pairs = [*self._repo_pairs(repo), ("1347", str(item.number))]
+        body: Json = retarget(_spec_raw("issue"), pairs)
+        api = f"{self.base}/repos/{repo.full_name}"
+        web = f"{WEB}/{repo.full_name}/{'pull' if pull else 'issues'}/{item.number}"
+        closed = item.state == "closed"
+        reason = item.state_reason if isinstance(item, Issue) else "completed" if closed else None
         body.update(
-            id=pr.id + 1,
-            node_id=node_id("Issue", pr.id),
-            url=f"{api}/issues/{pr.number}",
+            id=item.id + 1 if pull else item.id,
+            node_id=node_id("Issue", item.id),
+            url=f"{api}/issues/{item.number}",
             repository_url=api,
-            labels_url=f"{api}/issues/{pr.number}/labels{{/name}}",
-            comments_url=f"{api}/issues/{pr.number}/comments",
-            events_url=f"{api}/issues/{pr.number}/events",
-            html_url=f"{WEB}/{pr.repo.full_name}/pull/{pr.number}",
-            number=pr.number,
-            state=pr.state,
-            title=pr.title,
-            body=pr.body,
-            user=self.user(pr.user),
+            labels_url=f"{api}/issues/{item.number}/labels{{/name}}",
+            comments_url=f"{api}/issues/{item.number}/comments",
+            events_url=f"{api}/issues/{item.number}/events",
+            html_url=web,
+            number=item.number,
+            state=item.state,
+            title=item.title,
+            body=item.body,
+            user=self.user(item.user),
             pinned_comment=None,
-            labels=[],
-            assignee=None,
-            assignees=[],
+            labels=[self.label(repo, name) for name in item.labels],
+            assignee=self.user(item.assignees[0]) if item.assignees else None,
+            assignees=[self.user(login) for login in item.assignees],
             milestone=None,
             locked=False,
             active_lock_reason=None,
-            comments=len(pr.repo.comments(pr.number)),
-            closed_at=iso(pr.closed_at),
-            created_at=iso(pr.created_at),
-            updated_at=iso(pr.closed_at or pr.created_at),
+            comments=len(repo.comments(item.number)),
+            closed_at=iso(item.closed_at),
+            created_at=iso(item.created_at),
+            updated_at=iso(item.updated_at or item.closed_at or item.created_at),
             closed_by=None,
-            author_association=self.association(pr.repo, pr.user),
-            state_reason="completed" if pr.state == "closed" else None,
-            pull_request={
-                "url": f"{api}/pulls/{pr.number}",
-                "html_url": f"{WEB}/{pr.repo.full_name}/pull/{pr.number}",
-                "diff_url": f"{WEB}/{pr.repo.full_name}/pull/{pr.number}.diff",
-                "patch_url": f"{WEB}/{pr.repo.full_name}/pull/{pr.number}.patch",
-                "merged_at": iso(pr.merged_at),
-            },
+            author_association=self.association(repo, item.user),
+            state_reason=reason,
+            performed_via_github_app=None if item.app_id is None else self.app(item.app_id),
         )
+        body.pop("pull_request", None)
+        if isinstance(item, PullRequest):
+            body["pull_request"] = {
+                "url": f"{api}/pulls/{item.number}",
+                "html_url": web,
+                "diff_url": f"{web}.diff",
+                "patch_url": f"{web}.patch",
+                "merged_at": iso(item.merged_at),
+            }
         return body
 
     def issue_comment(self, repo: Repo, comment: IssueComment) -> Json:
         body = rest_example("issues.create-comment.201.issue-comment")
         api = f"{self.base}/repos/{repo.full_name}"
+        kind = "issues" if comment.issue_number in repo.issues else "pull"
         body.update(
             id=comment.id,
             node_id=node_id("IssueComment", comment.id),
             url=f"{api}/issues/comments/{comment.id}",
-            html_url=f"{WEB}/{repo.full_name}/pull/{comment.issue_number}#issuecomment-{comment.id}",
+            html_url=f"{WEB}/{repo.full_name}/{kind}/{comment.issue_number}"
+            f"#issuecomment-{comment.id}",
             body=comment.body,
             user=self.user(comment.user),
             created_at=iso(comment.created_at),

@@ -1,4 +1,5 @@
-"""In-memory state of the fake GitHub: repositories, commits, pull requests, comments, checks.
+"""In-memory state of the fake GitHub: repositories, commits, pull requests, issues, comments,
+checks.
 
 Pure bookkeeping with no HTTP: the server in ``github_api`` reads and changes it under
 ``GitHubState.lock``, and tests arrange scenarios through the helper methods of ``Repo``.
@@ -80,6 +81,10 @@ class PullRequest:
     merged_at: datetime | None = None
     closed_at: datetime | None = None
     base_at_merge: str | None = None  # the base tip the PR was merged onto
+    labels: list[str] = field(default_factory=list)
+    assignees: list[str] = field(default_factory=list)
+    app_id: int | None = None  # the App that opened it (``performed_via_github_app``)
+    updated_at: datetime | None = None  # None: its last state change
 
     @property
     def head_sha(self) -> str:
@@ -90,6 +95,26 @@ class PullRequest:
         """The base branch tip; for a merged PR, the tip it was merged onto (as GitHub keeps
         showing the PR's own commits and files after the merge)."""
         return self.base_at_merge or self.repo.branches[self.base_ref]
+
+
+@dataclass
+class Issue:
+    """A plain issue (not a PR); numbers are shared with PRs.  ``app_id``: the App that
+    opened it (``performed_via_github_app``)."""
+
+    number: int
+    id: int
+    title: str
+    body: str
+    user: str
+    created_at: datetime
+    updated_at: datetime
+    state: str = "open"
+    state_reason: str | None = None
+    closed_at: datetime | None = None
+    labels: list[str] = field(default_factory=list)
+    assignees: list[str] = field(default_factory=list)
+    app_id: int | None = None
 
 
 @dataclass
@@ -198,6 +223,9 @@ class Repo:
         self.objects: dict[str, Commit] = {} if objects is None else objects  # shared by forks
         self.branches: dict[str, str] = {}
         self.pulls: dict[int, PullRequest] = {}
+        self.issues: dict[int, Issue] = {}  # plain issues; PRs are in ``pulls``
+        self.labels: dict[str, int] = {}  # label name -> id (created when first used)
+        self.archived = False
         self.issue_comments: dict[int, IssueComment] = {}
         self.check_runs_by_id: dict[int, CheckRun] = {}
         self.reviews_by_id: dict[int, Review] = {}
@@ -353,7 +381,7 @@ class Repo:
         """
         with self.state.lock:
             base = base or self.default_branch
-            number = number or max([0, *self.pulls]) + 1
+            number = number or self.next_number()
             head_repo = self.fork(user) if fork else self
             if head_files is not None:
                 if head not in head_repo.branches:
@@ -375,6 +403,42 @@ class Repo:
             )
             self.pulls[number] = pr
             return pr
+
+    def next_number(self) -> int:
+        """The number of the next issue or PR (one sequence for both, as on GitHub)."""
+        return max([0, *self.pulls, *self.issues]) + 1
+
+    def add_issue(
+        self,
+        title: str,
+        body: str = "",
+        *,
+        user: str = "alice",
+        state: str = "open",
+        labels: tuple[str, ...] = (),
+        by_app: bool = False,
+    ) -> Issue:
+        """An issue written by ``user``, or by this App's bot user (``by_app``)."""
+        with self.state.lock:
+            now = self.state.tick()
+            app_id = self.state.app_id if by_app else None
+            user = self.state.bot_login if by_app else user
+            issue = Issue(
+                self.next_number(), self.state.next_id(), title, body, user, now, now, app_id=app_id
+            )
+            issue.labels = [self.label(name) for name in labels]
+            if state == "closed":
+                issue.state, issue.state_reason, issue.closed_at = "closed", "completed", now
+            self.issues[issue.number] = issue
+            return issue
+
+    def label(self, name: str) -> str:
+        """The label ``name``, created if new (as GitHub does for labels set on an issue)."""
+        with self.state.lock:
+            known = next((label for label in self.labels if label.lower() == name.lower()), None)
+            if known is None:
+                self.labels[name] = self.state.next_id()
+            return known or name
 
     def pr_commits(self, pr: PullRequest) -> list[Commit]:
         """The commits a PR brings (head not in base), oldest first."""
@@ -444,6 +508,14 @@ class Repo:
     def pr(self, number: int) -> PullRequest:
         return self.pulls[number]
 
+    def issue(self, number: int) -> Issue:
+        """The plain issue ``number`` (KeyError for a PR or no such issue)."""
+        return self.issues[number]
+
+    def assignable(self, login: str) -> bool:
+        """Whether ``login`` may be assigned: the owner or a collaborator with any role."""
+        return login == self.owner or self.permissions.get(login, "none") != "none"
+
     def comments(self, number: int) -> list[IssueComment]:
         """Issue comments on PR/issue ``number``, oldest first."""
         with self.state.lock:
@@ -452,8 +524,9 @@ class Repo:
     def add_comment(
         self, number: int, body: str, *, user: str = "alice", app: tuple[int, str] | None = None
     ) -> IssueComment:
-        """A comment on PR ``number`` by ``user``, or by another App ``(id, slug)`` (its bot
-        user ``slug[bot]`` writes it, as a CI bot echoing a PR's description would)."""
+        """A comment on PR or issue ``number`` by ``user``, or by another App ``(id, slug)``
+        (its bot user ``slug[bot]`` writes it, as a CI bot echoing a PR's description
+        would)."""
         with self.state.lock:
             if app is not None:
                 app_id, slug = app
@@ -487,6 +560,7 @@ class GitHubState:
         self.apps: dict[int, str] = {app_id: app_slug}  # App id -> slug: this App and others
         self.repos: dict[str, Repo] = {}
         self.tokens: dict[str, tuple[int, datetime]] = {}  # token -> (installation, expiry)
+        self.denied: dict[int, set[str]] = {}  # installation -> permissions it lacks
         self._ids = itertools.count(1000)
         self._clock = EPOCH
 

@@ -3,19 +3,23 @@
 It keeps a linear commit history of file snapshots, PRs and their branches, one marked
 comment per PR, replies by marker, check runs per head SHA, reviews, permissions, and
 records every call as ``(method, args)`` so tests can assert what a feature did.  Switches
-make GitHub refuse a push (403), a commit (409), line comments (422) or reviews (403),
-or keep showing a PR's old head; ``max_file_bytes`` and ``unreadable`` make file reads
-fail.  As the real client does, it refuses commits that are not hex SHAs and unsafe file
-paths (``GitHubUnsafeInput``), and counts only the comments it wrote as its own.  mypy
-checks it against ``GitHubAPI`` (``_IMPLEMENTS`` below); the real client is tested
-against the HTTP fake in ``tests.fakes.github_api``.
+make GitHub refuse a push (403), a commit (409), line comments (422), reviews (403) or
+issues (403: ``issues_forbidden``), or keep showing a PR's old head; ``max_file_bytes``
+and ``unreadable`` make file reads fail.  As the real client does, it refuses commits that
+are not hex SHAs, unsafe file paths and branch names (``GitHubUnsafeInput``), and counts
+only the comments it wrote as its own.  Issues and the PRs it opens
+(``open_pull(repo, head=…)``) are ``items``, numbered with the PRs; ``add_item`` adds
+another account's; ``open_pull(number, files)`` arranges a PR instead.  mypy checks it
+against ``GitHubAPI`` (``_IMPLEMENTS`` below); the real client is tested against the HTTP
+fake in ``tests.fakes.github_api``.
 """
 
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import Any, Literal, overload
 
 from bot.adapters.github.api import (
     CHECK_NAME,
@@ -25,8 +29,10 @@ from bot.adapters.github.api import (
     CheckRunRef,
     CommentRef,
     GitHubAPI,
+    IssueRef,
     PullInfo,
     Reaction,
+    RepoInfo,
     ReviewComment,
 )
 from bot.adapters.github.errors import (
@@ -38,7 +44,7 @@ from bot.adapters.github.errors import (
     GitHubUnprocessable,
     GitHubUnsafeInput,
 )
-from bot.core.api_paths import is_sha, repo_path_problem
+from bot.core.api_paths import branch_problem, is_sha, repo_path_problem
 from tests.fakes.github_state import diff_snapshots
 
 REPLY_MARKER = "<!-- threshold-bot:reply"
@@ -56,6 +62,25 @@ class CheckRecord:
     text: str
     actions: tuple[CheckAction, ...]
     external_id: str | None
+
+
+@dataclass
+class Item:
+    """An issue or a PR as the issues API shows it; ``own``: written by this App."""
+
+    number: int
+    title: str
+    body: str
+    state: str = "open"
+    is_pull: bool = False
+    own: bool = True
+    labels: tuple[str, ...] = ()
+    assignees: tuple[str, ...] = ()
+
+    def ref(self, repo: str) -> IssueRef:
+        kind = "pull" if self.is_pull else "issues"
+        url = f"https://github.com/{repo}/{kind}/{self.number}"
+        return IssueRef(self.number, url, self.title, self.body, self.state, self.is_pull)
 
 
 @dataclass
@@ -82,6 +107,10 @@ class RecordingGitHub:
     review_forbidden: bool = False  # the App may not post reviews
     max_file_bytes: int | None = None  # file_text refuses larger files, as the client does
     unreadable: dict[str, GitHubError] = field(default_factory=dict)  # path -> file_text raises
+    items: dict[int, Item] = field(default_factory=dict)  # issues and App-opened PRs by number
+    repos: list[RepoInfo] = field(default_factory=list)  # the installation's (default: repo)
+    issues_forbidden: bool = False  # the App lacks the issues permission: 403 on writes
+    rate: int | None = None  # what rate_remaining answers
     _ids: int = 100
 
     # ------------------------------------------------------------ arranging
@@ -98,10 +127,32 @@ class RecordingGitHub:
             self.commits.append(sha)
         return sha
 
+    @overload
     def open_pull(
-        self, number: int, files: dict[str, str], *, title: str = "Tune gates"
+        self, number: int, files: dict[str, str], /, *, title: str = "Tune gates"
+    ) -> PullInfo: ...
+
+    @overload
+    def open_pull(self, repo: str, *, head: str, base: str, title: str, body: str) -> PullInfo: ...
+
+    def open_pull(
+        self,
+        repo: str | int,
+        files: dict[str, str] | None = None,
+        *,
+        head: str = "",
+        base: str = "main",
+        title: str = "Tune gates",
+        body: str = "",
     ) -> PullInfo:
-        """Open PR ``number`` from a branch off main's tip changing ``files``."""
+        """``open_pull(number, files)`` arranges PR ``number`` from a branch off main's tip
+        changing ``files``; ``open_pull(repo, head=…, base=…, title=…, body=…)`` is
+        ``GitHubAPI.open_pull``."""
+        if isinstance(repo, int):
+            return self._arrange_pull(repo, files or {}, title=title)
+        return self._open_pull(repo, head=head, base=base, title=title, body=body)
+
+    def _arrange_pull(self, number: int, files: dict[str, str], *, title: str) -> PullInfo:
         base = self.commits[-1]
         head = self.commit(files, parent=base)
         changed = [
@@ -152,6 +203,15 @@ class RecordingGitHub:
             for c in diff_snapshots(old, self.snapshots.get(sha, {}))
         ]
         return pull
+
+    def add_item(self, title: str, body: str, *, own: bool = False, state: str = "open") -> Item:
+        """An issue (by another account unless ``own``), numbered after PRs and items."""
+        item = Item(self._next_number(), title, body, state, own=own)
+        self.items[item.number] = item
+        return item
+
+    def _next_number(self) -> int:
+        return max([0, *self.pulls, *self.items]) + 1
 
     def writes(self) -> list[str]:
         """The names of the write calls made, in order."""
@@ -307,6 +367,123 @@ class RecordingGitHub:
         self.reviews.append((body, comments))
         return len(self.reviews)
 
+    def installation_repositories(self) -> list[RepoInfo]:
+        self.calls.append(("installation_repositories", ()))
+        return list(self.repos) or [RepoInfo(self.repo, "main", private=False)]
+
+    def repository(self, repo: str) -> RepoInfo:
+        self.calls.append(("repository", (repo,)))
+        found = [r for r in self.installation_repositories() if r.full_name == repo]
+        if not found:
+            raise GitHubNotFound(f"no repository {repo}", 404)
+        return found[0]
+
+    def branch_head(self, repo: str, branch: str) -> str | None:
+        self.calls.append(("branch_head", (repo, branch)))
+        _check_branches(branch)
+        if branch == "main":
+            return self.commits[-1] if self.commits else None
+        return self.branches.get(branch)
+
+    def tree_paths(self, repo: str, sha: str) -> list[str]:
+        self.calls.append(("tree_paths", (repo, sha)))
+        _check_shas(sha)
+        if sha not in self.snapshots:
+            raise GitHubNotFound(f"no tree {sha}", 404)
+        return sorted(self.snapshots[sha])
+
+    def find_items(self, repo: str, marker: str) -> list[IssueRef]:
+        self.calls.append(("find_items", (repo, marker)))
+        return [
+            item.ref(repo)
+            for _, item in sorted(self.items.items())
+            if item.own and item.state == "open" and marker in item.body
+        ]
+
+    def create_issue(
+        self,
+        repo: str,
+        title: str,
+        body: str,
+        marker: str,
+        *,
+        labels: Sequence[str] = (),
+        assignees: Sequence[str] = (),
+    ) -> IssueRef:
+        self.calls.append(("create_issue", (repo, title, body, marker)))
+        assert marker in body
+        if self.issues_forbidden:
+            raise GitHubForbidden("GitHub 403: Resource not accessible by integration", 403)
+        item = Item(self._next_number(), title, body, labels=tuple(labels))
+        item.assignees = tuple(assignees)
+        self.items[item.number] = item
+        return item.ref(repo)
+
+    def update_issue(
+        self,
+        repo: str,
+        number: int,
+        *,
+        title: str | None = None,
+        body: str | None = None,
+        state: Literal["open", "closed"] | None = None,
+    ) -> IssueRef:
+        self.calls.append(("update_issue", (repo, number, title, body, state)))
+        item = self.items.get(number)
+        if item is None:
+            raise GitHubNotFound(f"no issue {number}", 404)
+        if self.issues_forbidden and not item.is_pull:
+            raise GitHubForbidden("GitHub 403: Resource not accessible by integration", 403)
+        item.title = item.title if title is None else title
+        item.body = item.body if body is None else body
+        item.state = item.state if state is None else state
+        if number in self.pulls:
+            pull = self.pulls[number]
+            self.pulls[number] = replace(pull, title=item.title, state=item.state)
+        return item.ref(repo)
+
+    def create_branch(self, repo: str, branch: str, sha: str, *, force: bool = False) -> None:
+        self.calls.append(("create_branch", (repo, branch, sha, force)))
+        _check_branches(branch)
+        _check_shas(sha)
+        if sha not in self.snapshots:
+            raise GitHubUnprocessable("Object does not exist", 422)
+        current = self.branches.get(branch)
+        if current not in (None, sha) and not force:
+            raise GitHubUnprocessable("Reference already exists", 422)
+        self.branches[branch] = sha
+
+    def _open_pull(self, repo: str, *, head: str, base: str, title: str, body: str) -> PullInfo:
+        self.calls.append(("open_pull", (repo, head, base, title)))
+        _check_branches(head, base)
+        for pull in self.pulls.values():
+            if pull.state == "open" and (pull.head_ref, pull.base_ref) == (head, base):
+                return pull
+        if head not in self.branches:
+            raise GitHubUnprocessable("Validation Failed: head", 422)
+        number = self._next_number()
+        base_sha = self.commits[-1] if base == "main" else self.branches[base]
+        pull = PullInfo(
+            number=number,
+            title=title,
+            url=f"https://github.com/{self.repo}/pull/{number}",
+            state="open",
+            draft=False,
+            merged=False,
+            author="threshold-bot[bot]",
+            base_ref=base,
+            base_sha=base_sha,
+            head_ref=head,
+            head_sha=self.branches[head],
+            head_repo=self.repo,
+        )
+        self.pulls[number] = pull
+        self.items[number] = Item(number, title, body, is_pull=True)
+        return pull
+
+    def rate_remaining(self) -> int | None:
+        return self.rate
+
     def _check_ref(self, check: CheckRecord) -> CheckRunRef:
         return CheckRunRef(
             id=check.id,
@@ -324,6 +501,12 @@ def _check_shas(*commits: str) -> None:
     for commit in commits:
         if not is_sha(commit):
             raise GitHubUnsafeInput(f"refusing {commit!r} as a commit: not a hex SHA")
+
+
+def _check_branches(*names: str) -> None:
+    for name in names:
+        if branch_problem(name) is not None:
+            raise GitHubUnsafeInput(f"refusing {name!r} as a branch")
 
 
 _IMPLEMENTS: type[GitHubAPI] = RecordingGitHub  # mypy: the fake implements the whole protocol

@@ -7,7 +7,7 @@ mypy checks both.  Methods raise only ``bot.adapters.github.errors.GitHubError``
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Literal, Protocol
 
@@ -92,6 +92,28 @@ class ReviewComment:
     line: int
     body: str
     start_line: int | None = None  # first line of a multi-line comment (``line`` is the last)
+
+
+@dataclass(frozen=True)
+class RepoInfo:
+    """A repository as the installation sees it."""
+
+    full_name: str
+    default_branch: str
+    private: bool
+    archived: bool = False
+
+
+@dataclass(frozen=True)
+class IssueRef:
+    """An issue, or a PR seen through the issues API (``is_pull``)."""
+
+    number: int
+    url: str  # html_url
+    title: str
+    body: str
+    state: str  # "open" / "closed"
+    is_pull: bool
 
 
 class GitHubAPI(Protocol):
@@ -190,6 +212,75 @@ class GitHubAPI(Protocol):
         comments: tuple[ReviewComment, ...] = (),
     ) -> int:
         """Post a ``COMMENT`` review on PR ``number`` with line comments; return its id."""
+        ...
+
+    # ---------------------------------------------------------------- drift watch
+
+    def installation_repositories(self) -> list[RepoInfo]:
+        """Every repository of this installation (all pages)."""
+        ...
+
+    def repository(self, repo: str) -> RepoInfo:
+        """The repository ``repo``."""
+        ...
+
+    def branch_head(self, repo: str, branch: str) -> str | None:
+        """The commit SHA branch ``branch`` points at; None when there is no such branch.
+        A name git refuses as a branch raises ``GitHubUnsafeInput`` unsent."""
+        ...
+
+    def tree_paths(self, repo: str, sha: str) -> list[str]:
+        """The paths of the files in the tree of commit ``sha``, recursively (GitHub's own
+        cap of 100,000 entries applies)."""
+        ...
+
+    def find_items(self, repo: str, marker: str) -> list[IssueRef]:
+        """The OPEN issues and PRs written by this App whose body holds ``marker``, oldest
+        first; another account's items are never the App's."""
+        ...
+
+    def create_issue(
+        self,
+        repo: str,
+        title: str,
+        body: str,
+        marker: str,
+        *,
+        labels: Sequence[str] = (),
+        assignees: Sequence[str] = (),
+    ) -> IssueRef:
+        """Open an issue whose ``body`` holds ``marker`` (idempotently: a POST that failed
+        but landed is found by ``marker``).  Labels GitHub does not know are created;
+        assignees it refuses are dropped.  ``GitHubForbidden`` without the ``issues``
+        permission."""
+        ...
+
+    def update_issue(
+        self,
+        repo: str,
+        number: int,
+        *,
+        title: str | None = None,
+        body: str | None = None,
+        state: Literal["open", "closed"] | None = None,
+    ) -> IssueRef:
+        """Edit issue ``number`` (a PR's too): only the fields given."""
+        ...
+
+    def create_branch(self, repo: str, branch: str, sha: str, *, force: bool = False) -> None:
+        """Create branch ``branch`` at commit ``sha``; a branch already at ``sha`` is left.
+        A branch elsewhere is moved to ``sha`` (a force push) only with ``force``, else
+        ``GitHubUnprocessable``."""
+        ...
+
+    def open_pull(self, repo: str, *, head: str, base: str, title: str, body: str) -> PullInfo:
+        """The open PR from branch ``head`` of ``repo`` into ``base``, as it is (its body
+        left); else a new one (idempotently)."""
+        ...
+
+    def rate_remaining(self) -> int | None:
+        """Requests left in the rate-limit window, from the last response; None before the
+        first one.  Sends no request."""
         ...
 
 

@@ -8,27 +8,27 @@ after a transient failure the resource is looked up again before a second attemp
 Outside strings reach request paths only in the shapes of ``bot.core.api_paths``, each
 segment percent-quoted: anything else (a run's commit ``../../orgs/x``, a config's path
 ``../x``) raises ``GitHubUnsafeInput`` before a request is made.
+
+The drift watch's operations (issues, PRs the App opens, branches, trees, the installation's
+repositories) are in ``items`` and ``repos``; what all parts share is in ``support``.
 """
 
 from __future__ import annotations
 
 import base64
 import itertools
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import replace
 from datetime import UTC, datetime
-from typing import Any, TypeVar
+from typing import Any
 from urllib.parse import quote
 
 from github import Github, GithubException
 from github.CheckRun import CheckRun
 from github.File import File
-from github.GithubObject import NonCompletableGithubObject
 from github.IssueComment import IssueComment
 from github.PaginatedList import PaginatedList
-from github.PullRequest import PullRequest
 from github.PullRequest import ReviewComment as GithubReviewComment
-from github.Repository import Repository
 
 from bot.adapters.github.api import (
     CHECK_NAME,
@@ -45,20 +45,28 @@ from bot.adapters.github.api import (
 from bot.adapters.github.errors import (
     GitHubFileTooLarge,
     GitHubPermanentError,
-    GitHubTransientError,
     GitHubUnsafeInput,
     translated,
 )
-from bot.adapters.github.identity import AppLogin, is_own_comment
+from bot.adapters.github.identity import AppLogin
+from bot.adapters.github.items import ItemsMixin
+from bot.adapters.github.repos import ReposMixin
+from bot.adapters.github.support import (
+    Listed,
+    checked_sha,
+    create_once,
+    pull_info,
+    quoted_path,
+    shown,
+)
 from bot.adapters.settings import DEFAULT_MAX_FILE_BYTES
-from bot.core.api_paths import is_full_name, is_sha, repo_path_problem, segment_problem
+from bot.core.api_paths import segment_problem
 from bot.core.permissions import effective_level
 
-T = TypeVar("T")
 OBJECT_MEDIA_TYPE = "application/vnd.github.object+json"  # a file's size, and content to 1 MB
 
 
-class GitHubClient:
+class GitHubClient(ItemsMixin, ReposMixin):
     """``GitHubAPI`` over PyGithub, for one installation (``repo`` is ``owner/name``)."""
 
     def __init__(
@@ -72,15 +80,8 @@ class GitHubClient:
         """``app_id`` / ``login``: who this client acts as; only comments written by that
         App or its bot user are its own (without either, none is).  ``max_file_bytes``:
         ``file_text`` refuses larger files (``GitHubFileTooLarge``)."""
-        self._gh = gh
-        self._app_id = app_id
-        self._login = login
+        super().__init__(gh, app_id=app_id, login=login)
         self._max_file_bytes = max_file_bytes
-
-    def _repo(self, repo: str) -> Repository:
-        if not is_full_name(repo):
-            raise GitHubUnsafeInput(f"refusing {_shown(repo)} as a repository: not owner/name")
-        return self._gh.get_repo(repo)  # lazy: no request until used
 
     # ---------------------------------------------------------------- reading
 
@@ -88,7 +89,7 @@ class GitHubClient:
     def pull(self, repo: str, number: int) -> PullInfo:
         """The pull request ``number``."""
         pr = self._repo(repo).get_pull(number)
-        return replace(_pull_info(pr), maintainer_can_modify=bool(pr.maintainer_can_modify))
+        return replace(pull_info(pr), maintainer_can_modify=bool(pr.maintainer_can_modify))
 
     @translated
     def pull_files(self, repo: str, number: int, limit: int | None = None) -> list[ChangedFile]:
@@ -124,7 +125,7 @@ class GitHubClient:
         try:
             _, meta = gh_repo.requester.requestJsonAndCheck(
                 "GET",
-                f"{gh_repo.url}/contents/{_quoted_path(path)}",
+                f"{gh_repo.url}/contents/{quoted_path(path)}",
                 parameters={"ref": ref},
                 headers={"Accept": OBJECT_MEDIA_TYPE},
                 follow_302_redirect=True,
@@ -143,7 +144,7 @@ class GitHubClient:
         if meta.get("encoding") == "base64":
             raw = base64.b64decode(meta.get("content") or "")
         else:  # over 1 MB: no content in the object media type
-            blob = gh_repo.get_git_blob(_sha(str(meta["sha"])))
+            blob = gh_repo.get_git_blob(checked_sha(str(meta["sha"])))
             raw = (
                 base64.b64decode(blob.content)
                 if blob.encoding == "base64"
@@ -154,18 +155,18 @@ class GitHubClient:
     @translated
     def merge_base(self, repo: str, base: str, head: str) -> str:
         """The SHA of the merge base of ``base`` and ``head`` (what a PR diff starts from)."""
-        return self._repo(repo).compare(_sha(base), _sha(head)).merge_base_commit.sha
+        return self._repo(repo).compare(checked_sha(base), checked_sha(head)).merge_base_commit.sha
 
     @translated
     def compare_commits(self, repo: str, base: str, head: str, limit: int = 250) -> list[str]:
         """SHAs of the commits reachable from ``head`` but not ``base``, oldest first."""
-        commits = self._repo(repo).compare(_sha(base), _sha(head)).commits
+        commits = self._repo(repo).compare(checked_sha(base), checked_sha(head)).commits
         return [c.sha for c, _ in zip(commits, range(limit), strict=False)]
 
     @translated
     def pulls_for_commit(self, repo: str, sha: str) -> list[PullInfo]:
         """The PRs that contain commit ``sha`` (merged ones have ``merged=True``)."""
-        return [_pull_info(pr) for pr in self._repo(repo).get_commit(_sha(sha)).get_pulls()]
+        return [pull_info(pr) for pr in self._repo(repo).get_commit(checked_sha(sha)).get_pulls()]
 
     @translated
     def permission(self, repo: str, user: str) -> str:
@@ -173,7 +174,7 @@ class GitHubClient:
         ``none``): the built-in ``role_name`` when GitHub reports one, else ``permission``."""
         problem = segment_problem(user)
         if problem is not None:
-            raise GitHubUnsafeInput(f"refusing {_shown(user)} as a login: {problem}")
+            raise GitHubUnsafeInput(f"refusing {shown(user)} as a login: {problem}")
         gh_repo = self._repo(repo)
         _, data = gh_repo.requester.requestJsonAndCheck(
             "GET", f"{gh_repo.url}/collaborators/{quote(user, safe='')}/permission"
@@ -186,10 +187,9 @@ class GitHubClient:
     def find_comment(self, repo: str, number: int, marker: str) -> CommentRef | None:
         """The oldest comment on PR ``number`` written by this App (its App id on the
         comment, or its bot login) and holding ``marker``."""
-        login = self._login.get() if self._login is not None else None
         for comment in self._comments(repo, number):
             body = comment.get("body") or ""
-            if marker in body and is_own_comment(comment, self._app_id, login):
+            if marker in body and self._is_own(comment):
                 return CommentRef(id=int(comment["id"]), url=str(comment["html_url"]), body=body)
         return None
 
@@ -197,7 +197,7 @@ class GitHubClient:
         """Edit the marked comment of PR ``number`` to ``body``, or create it (idempotently)."""
         if marker not in body:
             raise ValueError("the comment body must contain its marker")
-        return self._edit_marked_comment(repo, number, body, marker) or _create_once(
+        return self._edit_marked_comment(repo, number, body, marker) or create_once(
             lambda: self._create_comment(repo, number, body),
             lambda: self._edit_marked_comment(repo, number, body, marker),
         )
@@ -221,7 +221,7 @@ class GitHubClient:
         """The comments of issue ``number`` as GitHub lists them (all pages, oldest first)."""
         gh_repo = self._repo(repo)
         url = f"{gh_repo.url}/issues/{int(number)}/comments"
-        for comment in PaginatedList(_Listed, gh_repo.requester, url, None):
+        for comment in PaginatedList(Listed, gh_repo.requester, url, None):
             yield comment.raw_data
 
     def _comment(self, repo: str, comment_id: int) -> IssueComment:
@@ -282,7 +282,7 @@ class GitHubClient:
             fields["external_id"] = external_id
         if details_url is not None:
             fields["details_url"] = details_url
-        return self._edit_named_check_run(repo, head_sha, name, fields) or _create_once(
+        return self._edit_named_check_run(repo, head_sha, name, fields) or create_once(
             lambda: self._create_check_run(repo, head_sha, name, fields),
             lambda: self._edit_named_check_run(repo, head_sha, name, fields),
         )
@@ -299,7 +299,7 @@ class GitHubClient:
         return self._edit_check_run(repo, found.id, fields) if found is not None else None
 
     def _find_check_run(self, repo: str, head_sha: str, name: str) -> CheckRun | None:
-        runs = self._repo(repo).get_commit(_sha(head_sha)).get_check_runs(check_name=name)
+        runs = self._repo(repo).get_commit(checked_sha(head_sha)).get_check_runs(check_name=name)
         ours = [r for r in runs if r.name == name and self._is_ours(r)]
         return max(ours, key=lambda r: r.id) if ours else None
 
@@ -328,7 +328,7 @@ class GitHubClient:
         Raises ``GitHubPermanentError`` (409) when the file's blob SHA no longer matches
         (the branch moved under us); ``GitHubNotFound`` when the file or branch is gone.
         """
-        _quoted_path(path)  # PyGithub quotes it; only a safe path may reach it
+        quoted_path(path)  # PyGithub quotes it; only a safe path may reach it
         gh_repo = self._repo(repo)
         current = gh_repo.get_contents(path, ref=branch)
         if isinstance(current, list):
@@ -350,44 +350,12 @@ class GitHubClient:
         """Post a ``COMMENT`` review on PR ``number`` with line comments; return its id."""
         gh_repo = self._repo(repo)
         review = gh_repo.get_pull(number).create_review(
-            commit=gh_repo.get_commit(_sha(commit_sha)),
+            commit=gh_repo.get_commit(checked_sha(commit_sha)),
             body=body,
             event="COMMENT",
             comments=[_review_comment(c) for c in comments],
         )
         return int(review.id)
-
-
-class _Listed(NonCompletableGithubObject):
-    """An item of a listing kept as GitHub sent it (``raw_data``): reading a field GitHub
-    left out fetches nothing."""
-
-    def _initAttributes(self) -> None:
-        pass
-
-    def _useAttributes(self, attributes: dict[str, Any]) -> None:
-        pass
-
-
-def _sha(value: str) -> str:
-    """``value`` if it is a hex commit SHA; else ``GitHubUnsafeInput``."""
-    if not is_sha(value):
-        raise GitHubUnsafeInput(f"refusing {_shown(value)} as a commit: not a hex SHA")
-    return value
-
-
-def _quoted_path(path: str) -> str:
-    """A repository file path, each segment percent-quoted; ``GitHubUnsafeInput`` when it
-    has a ``..`` segment, is absolute, or holds a backslash or a control character."""
-    problem = repo_path_problem(path)
-    if problem is not None:
-        raise GitHubUnsafeInput(f"refusing the repository path {_shown(path)}: {problem}")
-    return "/".join(quote(part, safe="") for part in path.split("/"))
-
-
-def _shown(value: str) -> str:
-    """An outside string for an error message: quoted, escaped, clipped."""
-    return repr(value[:80] + ("…" if len(value) > 80 else ""))
 
 
 def _review_comment(comment: ReviewComment) -> GithubReviewComment:
@@ -401,32 +369,6 @@ def _review_comment(comment: ReviewComment) -> GithubReviewComment:
         fields["start_line"] = comment.start_line
         fields["start_side"] = "RIGHT"
     return fields
-
-
-def _create_once(create: Callable[[], T], reuse: Callable[[], T | None]) -> T:
-    """Create a resource; after a transient failure, reuse it if it landed, else try once more."""
-    try:
-        return create()
-    except GitHubTransientError:
-        reused = reuse()
-        return reused if reused is not None else create()
-
-
-def _pull_info(pr: PullRequest) -> PullInfo:
-    return PullInfo(
-        number=pr.number,
-        title=pr.title or "",
-        url=pr.html_url,
-        state=pr.state,
-        draft=bool(pr.draft),
-        merged=pr.merged_at is not None,
-        author=pr.user.login if pr.user is not None else "",
-        base_ref=pr.base.ref,
-        base_sha=pr.base.sha,
-        head_ref=pr.head.ref,
-        head_sha=pr.head.sha,
-        head_repo=pr.head.repo.full_name if pr.head.repo is not None else None,
-    )
 
 
 def _check_ref(run: CheckRun, *, created: bool = False) -> CheckRunRef:

@@ -15,6 +15,7 @@ TABLE_MODULES: tuple[str, ...] = (
     "bot.adapters.store.deliveries",
     "bot.adapters.store.installations",
     "bot.adapters.store.tracked",
+    "bot.adapters.store.drift",
     "bot.adapters.store.runs",
     "bot.adapters.store.health",
 )

@@ -158,6 +158,7 @@ def _review_gate(
         verdict=verdict,
         changed=change.changed,
         classification=diagnosis.classification,
+        tied_change=next((c.at for c in ctx.changes if c.index == diagnosis.change), None),
         explanation=explanation,
         decimals=0 if ruling is None else ruling.decimals,
         source=source or (head.source.describe() if head.source else ""),

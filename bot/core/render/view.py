@@ -141,7 +141,8 @@ def gate_row(g: GateReview) -> GateRow:
     )
 
 
-def _pull_link(number: int, review: Review, repo_url: str | None) -> Markdown:
+def pull_link(number: int, review: Review, repo_url: str | None) -> Markdown:
+    """``#12 Title``: the PR linked (its own URL, else under ``repo_url``), its title escaped."""
     ref = review.pulls.get(number)
     url = (ref.url if ref and ref.url else None) or (
         f"{repo_url.rstrip('/')}/pull/{number}" if repo_url else None
@@ -152,7 +153,7 @@ def _pull_link(number: int, review: Review, repo_url: str | None) -> Markdown:
 
 def _started_by(change: Change, review: Review, repo_url: str | None) -> Markdown:
     if change.pulls:
-        shown = [_pull_link(n, review, repo_url) for n in change.pulls[:MAX_PULLS]]
+        shown = [pull_link(n, review, repo_url) for n in change.pulls[:MAX_PULLS]]
         more = len(change.pulls) - len(shown)
         return Markdown(", ".join(shown) + (f" +{more} more" if more else ""))
     commits = f"{_short(change.before_commit)}…{_short(change.after_commit)}"

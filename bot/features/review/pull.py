@@ -31,7 +31,7 @@ Decisions:
 from __future__ import annotations
 
 from collections.abc import Callable, Container, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Literal
 
 from bot.adapters.github.api import (
@@ -342,6 +342,19 @@ def analyse(found: PullThresholds, history: HistorySource) -> Analysis:
     return Analysis(review=review, sources=tuple(sources), unavailable=unavailable)
 
 
+def _drift_window(found: PullThresholds) -> PullThresholds:
+    """``found`` judged over the base config's ``drift.window``, saying so."""
+    config = found.config
+    window = config.drift.window
+    rule = config.rule.model_copy(update={"window": window})
+    note = f"opened by the drift watch: its values are judged over `drift.window` ({window})"
+    return replace(
+        found,
+        config=config.model_copy(update={"rule": rule}),
+        warnings=(*found.warnings, note),
+    )
+
+
 def _hinted(found: PullThresholds) -> bool:
     """Whether a file the config's ``files:`` name has literals no gate binds, with the config
     lines that would declare them: "no gates found" is never the whole answer for it."""
@@ -423,11 +436,15 @@ def review_pull(
     remote_history: RemoteHistory | None = None,
     approvals: ApprovalLookup | None = None,
     max_bytes: int = DEFAULT_THRESHOLD_FILE_BYTES,
+    drift_branch: str | None = None,
 ) -> ReviewOutcome:
     """Review PR ``number`` of ``repo`` end to end and publish the result.
 
     ``remote_history`` is already limited to what this installation may read
     (``bot.core.access.guarded``); ``max_bytes`` bounds every threshold file read.
+    ``drift_branch``: the branch of the drift watch's rebaseline PR numbered ``number`` (from
+    the App's store): when this PR is that one, its values are judged over ``drift.window``
+    of the base's config, the window they were computed over.
     """
     pull = gh.pull(repo, number)
     if pull.state != "open":
@@ -435,6 +452,8 @@ def review_pull(
     approval = approvals(repo, number) if approvals is not None else None
     approved = frozenset(approval.gate_values) if approval is not None else frozenset()
     found = read_thresholds(gh, repo, pull, approved=approved, max_bytes=max_bytes)
+    if drift_branch is not None and pull.head_ref == drift_branch and pull.head_repo == repo:
+        found = _drift_window(found)
     if not found.changes and not found.errors and not _hinted(found):
         return ReviewOutcome(status="skipped", pull=pull, reason="no threshold files")
     history = HistoryRouter(repo_history(gh, repo, pull.base_ref), remote_history)

@@ -22,7 +22,7 @@ from bot.adapters.github.errors import GitHubError
 from bot.adapters.history.cache import CachedSource, SyncResult
 from bot.adapters.history.sync import cached_source, sync_sources
 from bot.adapters.settings import DEFAULT_THRESHOLD_FILE_BYTES, Settings
-from bot.adapters.store import approvals, tracked
+from bot.adapters.store import approvals, drift, tracked
 from bot.adapters.store.tracked import Tracked
 from bot.core.access import SourcePolicy, guarded
 from bot.core.history.sources import HistoryError
@@ -63,6 +63,7 @@ def review_and_track(
     Reviews of the same PR in this process run one at a time, so two deliveries close
     together (``opened`` and a quick push) cannot both create the comment.
     """
+    item = drift.by_number(sessions, repo, number)
     with _pull_lock(repo, number):
         outcome = review_pull(
             gh,
@@ -71,6 +72,7 @@ def review_and_track(
             remote_history=remote_history,
             approvals=approvals.lookup(sessions),
             max_bytes=max_bytes,
+            drift_branch=item.branch if item is not None and item.pull == number else None,
         )
     remote = tuple(spec for spec in outcome.sources if spec.kind != "file")
     with sessions.begin() as session:

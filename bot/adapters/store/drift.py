@@ -1,0 +1,279 @@
+"""The drift watch's durable record: one row per repository and threshold file.
+
+A row says whether an item (an issue, or a rebaseline PR) is open for the file, which
+one, what was last written to it (a fingerprint), and which worker is acting on it: a
+worker *claims* the row with a lease before it touches GitHub, so several processes, or
+a restart after ``kill -9``, never act on the same file at once (an expired lease is
+taken over).  Rows are never deleted: a closed item leaves the row ``idle``, and the
+next drift opens a new item on the same row.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from datetime import datetime, timedelta
+from typing import Literal
+
+from sqlalchemy import (
+    JSON,
+    DateTime,
+    Integer,
+    String,
+    Text,
+    UniqueConstraint,
+    or_,
+    select,
+    update,
+)
+from sqlalchemy.exc import IntegrityError
+from sqlalchemy.orm import Mapped, Session, mapped_column, sessionmaker
+
+from bot.adapters.store.db import Base
+from bot.adapters.store.deliveries import DeliveryRow, now_utc
+from bot.adapters.store.installations import InstallationRow
+
+Sessions = sessionmaker[Session]
+ItemState = Literal["idle", "open"]
+
+
+class DriftItemRow(Base):
+    """The item of one threshold file (table ``drift_items``)."""
+
+    __tablename__ = "drift_items"
+    __table_args__ = (UniqueConstraint("repo", "file"),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    installation_id: Mapped[int] = mapped_column(Integer)
+    repo: Mapped[str] = mapped_column(String(200), index=True)
+    file: Mapped[str] = mapped_column(String(1024))
+    state: Mapped[str] = mapped_column(String(16), default="idle")
+    mode: Mapped[str] = mapped_column(String(16), default="issue")
+    issue: Mapped[int | None] = mapped_column(Integer, nullable=True)
+    pull: Mapped[int | None] = mapped_column(Integer, nullable=True)
+    branch: Mapped[str] = mapped_column(String(300), default="")
+    fingerprint: Mapped[str] = mapped_column(String(64), default="")  # of the body last written
+    values: Mapped[dict[str, str]] = mapped_column(JSON, default=dict)  # gate -> literal committed
+    note: Mapped[str] = mapped_column(Text, default="")  # e.g. why no issue could be opened
+    shown: Mapped[str] = mapped_column(String(64), default="")  # the drift the item shows
+    dismissed: Mapped[str] = mapped_column(String(64), default="")  # one a maintainer closed
+    opened_at: Mapped[datetime | None] = mapped_column(DateTime, nullable=True)
+    updated_at: Mapped[datetime] = mapped_column(DateTime)
+    closed_at: Mapped[datetime | None] = mapped_column(DateTime, nullable=True)
+    lease_owner: Mapped[str | None] = mapped_column(String(100), nullable=True)
+    lease_until: Mapped[datetime | None] = mapped_column(DateTime, nullable=True)
+
+
+@dataclass(frozen=True)
+class DriftItem:
+    """A row as plain values; ``state`` ``open`` means an issue or PR is open for the file."""
+
+    repo: str
+    file: str
+    installation_id: int
+    state: ItemState = "idle"
+    mode: str = "issue"
+    issue: int | None = None
+    pull: int | None = None
+    branch: str = ""
+    fingerprint: str = ""
+    values: dict[str, str] = field(default_factory=dict)
+    note: str = ""
+    shown: str = ""  # which drift the item shows (its gates and onsets)
+    dismissed: str = ""  # the drift of an item a maintainer closed: not opened again
+    opened_at: datetime | None = None
+    closed_at: datetime | None = None
+
+    def opened(self, *, mode: str, issue: int | None = None, pull: int | None = None) -> DriftItem:
+        """This item, open as ``mode`` with these numbers (a new item: nothing written yet)."""
+        return replace(
+            self,
+            state="open",
+            mode=mode,
+            issue=issue,
+            pull=pull,
+            fingerprint="",
+            values={},
+            note="",
+            dismissed="",
+            opened_at=now_utc(),
+            closed_at=None,
+        )
+
+    def closed(self, *, by_maintainer: bool = False) -> DriftItem:
+        """This item after its issue / PR was closed: idle, numbers kept for the record; one
+        a maintainer closed leaves its drift dismissed."""
+        dismissed = self.shown if by_maintainer else ""
+        return replace(
+            self,
+            state="idle",
+            fingerprint="",
+            values={},
+            dismissed=dismissed,
+            closed_at=now_utc(),
+        )
+
+
+def _public(row: DriftItemRow) -> DriftItem:
+    return DriftItem(
+        repo=row.repo,
+        file=row.file,
+        installation_id=row.installation_id,
+        state="open" if row.state == "open" else "idle",
+        mode=row.mode,
+        issue=row.issue,
+        pull=row.pull,
+        branch=row.branch,
+        fingerprint=row.fingerprint,
+        values=dict(row.values or {}),
+        note=row.note,
+        shown=row.shown,
+        dismissed=row.dismissed,
+        opened_at=row.opened_at,
+        closed_at=row.closed_at,
+    )
+
+
+def claim(
+    sessions: Sessions,
+    *,
+    repo: str,
+    file: str,
+    installation_id: int,
+    owner: str,
+    seconds: float,
+) -> DriftItem | None:
+    """Take the row of ``repo``/``file`` (created if new) for ``seconds``; None when another
+    owner holds an unexpired lease.  The claim is one conditional UPDATE: atomic on every
+    engine, so two workers never both get it."""
+    now = now_utc()
+    try:
+        with sessions.begin() as session:
+            found = session.scalars(
+                select(DriftItemRow.id).where(DriftItemRow.repo == repo, DriftItemRow.file == file)
+            ).first()
+            if found is None:
+                session.add(
+                    DriftItemRow(
+                        installation_id=installation_id,
+                        repo=repo,
+                        file=file,
+                        updated_at=now,
+                        values={},
+                    )
+                )
+    except IntegrityError:  # another worker created it first: claim it below like any row
+        pass
+    with sessions.begin() as session:
+        taken = session.execute(
+            update(DriftItemRow)
+            .where(
+                DriftItemRow.repo == repo,
+                DriftItemRow.file == file,
+                or_(
+                    DriftItemRow.lease_owner.is_(None),
+                    DriftItemRow.lease_owner == owner,
+                    DriftItemRow.lease_until < now,
+                ),
+            )
+            .values(
+                lease_owner=owner,
+                lease_until=now + timedelta(seconds=seconds),
+                installation_id=installation_id,
+            )
+        )
+        if taken.rowcount != 1:  # type: ignore[attr-defined]
+            return None
+        row = session.scalars(
+            select(DriftItemRow).where(DriftItemRow.repo == repo, DriftItemRow.file == file)
+        ).one()
+        return _public(row)
+
+
+def save(sessions: Sessions, item: DriftItem, owner: str) -> bool:
+    """Write ``item`` to its row if ``owner`` still holds the lease; whether it did."""
+    with sessions.begin() as session:
+        done = session.execute(
+            update(DriftItemRow)
+            .where(
+                DriftItemRow.repo == item.repo,
+                DriftItemRow.file == item.file,
+                DriftItemRow.lease_owner == owner,
+            )
+            .values(
+                state=item.state,
+                mode=item.mode,
+                issue=item.issue,
+                pull=item.pull,
+                branch=item.branch,
+                fingerprint=item.fingerprint,
+                values=dict(item.values),
+                note=item.note,
+                shown=item.shown,
+                dismissed=item.dismissed,
+                opened_at=item.opened_at,
+                closed_at=item.closed_at,
+                updated_at=now_utc(),
+            )
+        )
+        return bool(done.rowcount == 1)  # type: ignore[attr-defined]
+
+
+def release(sessions: Sessions, repo: str, file: str, owner: str) -> None:
+    """Give the row's lease back (a no-op when ``owner`` no longer holds it)."""
+    with sessions.begin() as session:
+        session.execute(
+            update(DriftItemRow)
+            .where(
+                DriftItemRow.repo == repo,
+                DriftItemRow.file == file,
+                DriftItemRow.lease_owner == owner,
+            )
+            .values(lease_owner=None, lease_until=None)
+        )
+
+
+def get(sessions: Sessions, repo: str, file: str) -> DriftItem | None:
+    """The row of ``repo``/``file``, or None."""
+    with sessions() as session:
+        row = session.scalars(
+            select(DriftItemRow).where(DriftItemRow.repo == repo, DriftItemRow.file == file)
+        ).first()
+        return None if row is None else _public(row)
+
+
+def by_number(sessions: Sessions, repo: str, number: int) -> DriftItem | None:
+    """The open item whose issue or PR is ``number`` in ``repo``, or None."""
+    with sessions() as session:
+        row = session.scalars(
+            select(DriftItemRow).where(
+                DriftItemRow.repo == repo,
+                DriftItemRow.state == "open",
+                or_(DriftItemRow.issue == number, DriftItemRow.pull == number),
+            )
+        ).first()
+        return None if row is None else _public(row)
+
+
+def of_repo(sessions: Sessions, repo: str) -> list[DriftItem]:
+    """Every row of ``repo`` (open or idle), by file."""
+    with sessions() as session:
+        rows = session.scalars(
+            select(DriftItemRow).where(DriftItemRow.repo == repo).order_by(DriftItemRow.file)
+        ).all()
+        return [_public(r) for r in rows]
+
+
+def installation_ids(sessions: Sessions) -> list[int]:
+    """The installations the App has heard of and not lost: active installations, and
+    those of recent deliveries unless suspended or deleted since."""
+    with sessions() as session:
+        rows = session.execute(select(InstallationRow.id, InstallationRow.status)).all()
+        status = {int(i): str(s) for i, s in rows}
+        seen = session.scalars(
+            select(DeliveryRow.installation_id)
+            .where(DeliveryRow.installation_id.is_not(None))
+            .distinct()
+        ).all()
+    ids = {i for i, s in status.items() if s == "active"}
+    ids |= {int(i) for i in seen if i is not None and status.get(int(i), "active") == "active"}
+    return sorted(ids)

@@ -1,0 +1,64 @@
+"""``threshold-bot watch``: one round of the App's drift watch, now.
+
+The App runs the watch every 15 minutes in its workers; this command runs one round at
+once with the same settings (the environment, then ``.env``), for an operator who wants
+to see what it would do, or to drive it from cron instead.  ``--repo`` limits the round to
+some repositories.  Prints one line per threshold file it acted on; exit status 1 when a
+repository could not be read.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+from bot.adapters.github.app import client_factory
+from bot.adapters.history.factory import source_factory
+from bot.adapters.settings import SettingsError, load_settings
+from bot.adapters.store.db import init_db, make_engine
+from bot.app import logs
+from bot.cli.errors import fail
+from bot.features.drift.watch import WatchOptions, remote_sources, watch_round
+
+
+def watch_command(
+    repo: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--repo",
+            metavar="OWNER/NAME",
+            help="Only this repository (repeat for more); default: every installed one.",
+            show_default=False,
+        ),
+    ] = None,
+) -> None:
+    """Run one round of the drift watch: open, update or close the items of failing gates."""
+    try:
+        settings = load_settings("worker")
+    except SettingsError as exc:
+        fail(str(exc))
+    logs.configure(settings.log_level, settings.secret_values())  # logs: stderr; results: stdout
+    engine = make_engine(settings.database_url)
+    try:
+        sessions = init_db(engine)
+        report = watch_round(
+            sessions,
+            client_factory(settings),
+            remote_sources(settings, source_factory(settings, sessions)),
+            WatchOptions.of(settings),
+            repos=frozenset(repo or ()),
+        )
+    finally:
+        engine.dispose()
+    for watched in report.repositories:
+        if watched.problem:
+            typer.echo(f"{watched.repo}: not watched: {watched.problem}")
+        for acted in watched.acted:
+            number = f" #{acted.number}" if acted.number else ""
+            detail = f" ({acted.detail})" if acted.detail else ""
+            typer.echo(f"{watched.repo}: {acted.file}: {acted.action}{number}{detail}")
+    for installation in report.stopped_early:
+        typer.echo(f"installation {installation}: stopped early (rate limit)")
+    if report.failed or any(r.problem for r in report.repositories):
+        raise typer.Exit(1)

@@ -1,0 +1,163 @@
+"""Evaluate the gates of the default branch against their newest runs.
+
+Each gate is reviewed as it stands (``GateChange(head=gate, base=gate)``: the literal on
+the default branch is both old and proposed) with the rule's window set to ``drift.window``,
+per history source, then assessed (``bot.core.analysis.drift``).  A drifting streak the
+regime detector has not confirmed yet gets its onset as a change
+(``bot.core.analysis.onset``), so the PRs that started it can be named.
+
+A file whose history could not be read is *not evaluated*: its item is neither opened
+nor closed (an outage is retried next round).  Attribution (GitHub requests) happens
+only when an item is about to be written: ``attributed``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from bot.adapters.github.api import GitHubAPI
+from bot.core.analysis.drift import DriftReport, drift_report
+from bot.core.analysis.onset import onset_change
+from bot.core.analysis.review import build_review, merge_reviews
+from bot.core.config import RepoConfig
+from bot.core.history.series import with_series
+from bot.core.history.sources import HistoryError, HistorySource, HistoryUnavailable
+from bot.core.models import (
+    Change,
+    GateChange,
+    History,
+    Review,
+    RuleSettings,
+    SourceSpec,
+    ThresholdFile,
+)
+from bot.features.drift.read import BranchFiles
+from bot.features.review.attribution import attribute
+
+
+@dataclass(frozen=True)
+class FileDrift:
+    """The evaluation of one threshold file: a report, or why there is none."""
+
+    file: str
+    report: DriftReport | None = None
+    problem: str = ""  # why it could not be evaluated
+    outage: bool = False  # the problem is a history outage (retried next round)
+    runs: dict[str, History] = field(default_factory=dict, repr=False)  # by source key
+
+    @property
+    def fingerprint(self) -> str:
+        """What the item shows, summarised: an item is rewritten only when this changes."""
+        if self.report is None:
+            return ""
+        shown = [
+            (
+                g.gate.name,
+                g.status,
+                g.failed,
+                g.total,
+                g.streak,
+                g.since.isoformat() if g.since else None,
+                g.change.at.isoformat() if g.change else None,
+                g.gate.recomputed,
+            )
+            for g in self.report.gates
+            if g.status in ("drifting", "flaky")
+        ]
+        data = json.dumps([shown, list(self.report.settings.problems)], default=str)
+        return hashlib.sha256(data.encode()).hexdigest()
+
+
+def evaluate(
+    branch: BranchFiles, history: HistorySource, config: RepoConfig | None = None
+) -> list[FileDrift]:
+    """Every threshold file of ``branch`` evaluated; each source is read once."""
+    config = config or branch.config
+    rule = config.rule.model_copy(update={"window": config.drift.window})
+    fetched: dict[str, History | HistoryError] = {}
+
+    def runs_of(spec: SourceSpec, tf: ThresholdFile) -> History | HistoryError:
+        key = spec.key()
+        if key not in fetched:
+            try:
+                fetched[key] = history.fetch(with_series(spec, tf.gates))
+            except HistoryError as exc:
+                fetched[key] = exc
+        return fetched[key]
+
+    results: list[FileDrift] = []
+    for tf in branch.files:
+        results.append(_evaluate_file(tf, runs_of, config, rule))
+    return results
+
+
+def _evaluate_file(
+    tf: ThresholdFile,
+    runs_of: Callable[[SourceSpec, ThresholdFile], History | HistoryError],
+    config: RepoConfig,
+    rule: RuleSettings,
+) -> FileDrift:
+    groups: dict[str, tuple[SourceSpec, list[GateChange]]] = {}
+    for gate in tf.gates:
+        if gate.ignored:
+            continue
+        if gate.source is None:
+            return FileDrift(tf.path, problem=f"{gate.name}: no history source")
+        groups.setdefault(gate.source.key(), (gate.source, []))[1].append(
+            GateChange(head=gate, base=gate)
+        )
+    reviews: list[Review] = []
+    histories: dict[str, History] = {}
+    for key, (spec, changes) in groups.items():
+        found = runs_of(spec, tf)
+        if isinstance(found, HistoryError):
+            outage = isinstance(found, HistoryUnavailable)
+            return FileDrift(tf.path, problem=f"{spec.describe()}: {found}", outage=outage)
+        histories[key] = found
+        review = build_review(
+            changes,
+            found,
+            rule=rule,
+            regime_settings=config.regimes,
+        )
+        reviews.append(_with_onsets(review, found, config))
+    if not reviews:
+        return FileDrift(tf.path, problem="no gates to watch")
+    report = drift_report(tf.path, merge_reviews(reviews), config.drift)
+    return FileDrift(tf.path, report=report, runs=histories)
+
+
+def _with_onsets(review: Review, history: History, config: RepoConfig) -> Review:
+    """``review`` with the onset of each failing streak long enough to drift added to its
+    changes, unless a change starts exactly there: the detector confirms a change only once
+    the new regime holds ``min_regime_runs`` runs, and places one early until then.
+
+    Onsets are appended after the detector's changes, never interleaved: the regime table
+    pairs regimes with the detector's changes by position, and an onset is no regime."""
+    known = {c.at for c in review.changes}
+    added: list[Change] = []
+    for gate in review.gates:
+        since = gate.failing_since
+        if since is None or since in known:
+            continue
+        if gate.consecutive_failures < config.drift.min_failures:
+            continue
+        change = onset_change(history.finished, gate.metric, since)
+        if change is not None:
+            known.add(change.at)
+            added.append(change)
+    if not added:
+        return review
+    return review.model_copy(update={"changes": (*review.changes, *added)})
+
+
+def attributed(gh: GitHubAPI, repo: str, sha: str, drift: FileDrift) -> FileDrift:
+    """``drift`` with its regime changes attributed to the PRs merged at them."""
+    if drift.report is None:
+        return drift
+    review = attribute(gh, repo, drift.report.review, ref=sha)
+    report = drift_report(drift.file, review, drift.report.settings)
+    return FileDrift(drift.file, report=report, runs=drift.runs)

@@ -1,0 +1,536 @@
+"""The drift watch's behaviour, round by round: ``watch_round`` with the real PyGithub client
+against ``FakeGitHub`` and a real SQLite store.
+
+Each repository keeps its run history as a JSON Lines file on its default branch (a ``file``
+source named ``default_source`` in ``.github/threshold-bot.yml``), so no W&B is needed: a
+new night is a commit of the grown file.  The nightly script has two gates,
+``ACC_MIN_VALUE`` (``eval/acc >= 0.55``) and ``LOSS_MAX_VALUE`` (``train/loss <= 1.10``);
+healthy runs pass both.  Expected values are computed here from the runs written.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import random
+import re
+import threading
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from bot.adapters.github.api import GitHubFactory
+from bot.adapters.github.app import GitHubApp
+from bot.adapters.github.client import GitHubClient
+from bot.adapters.store import drift as records
+from bot.adapters.store.db import init_db, make_engine
+from bot.adapters.store.drift import Sessions
+from bot.app.metrics import Metrics
+from bot.cli.main import app as cli
+from bot.core.render.drift import drift_marker
+from bot.features.drift import watch
+from bot.features.drift.read import BranchCache
+from bot.features.drift.watch import WatchOptions, WatchReport, watch_round
+from tests.drift_world import lower_rule
+from tests.fakes.github_api import Call, FakeGitHub
+from tests.fakes.github_state import Issue, Repo
+
+START = datetime(2026, 7, 1, 8, 0, tzinfo=UTC)
+SCRIPT = "ci/nightly.sh"
+HISTORY = "ci/history/runs.jsonl"
+CONFIG = ".github/threshold-bot.yml"
+ACC, LOSS = "eval/acc", "train/loss"
+ACC_LITERAL, LOSS_LITERAL = "0.55", "1.10"
+HEALTHY = {ACC: 0.60, LOSS: 1.00}
+DROPPED = {ACC: 0.45, LOSS: 1.00}  # a step change: ACC_MIN_VALUE fails every run
+NOISE = {ACC: 0.01, LOSS: 0.02}
+MAX_BYTES = 4000  # MAX_THRESHOLD_FILE_BYTES of these tests
+WRITES = ("POST", "PATCH", "PUT", "DELETE")
+ISSUE_TITLE = f"Nightly thresholds failing: {SCRIPT}"
+
+
+def script(acc: str = ACC_LITERAL, loss: str = LOSS_LITERAL, padding: int = 0) -> str:
+    """The nightly script; ``padding`` bytes of comment make it as large as wanted."""
+    pad = "".join(f"# {'-' * 76}\n" for _ in range(padding // 79 + 1)) if padding else ""
+    return (
+        "#!/usr/bin/env bash\n"
+        "set -euo pipefail\n"
+        f"{pad}"
+        f"ACC_MIN_VALUE={acc}\n"
+        f"LOSS_MAX_VALUE={loss}\n"
+        'python eval.py --asserts "eval/acc >= $ACC_MIN_VALUE" "train/loss <= $LOSS_MAX_VALUE"\n'
+    )
+
+
+def config(drift: str = "", extra: str = "") -> str:
+    """The repository config: the history file as the default source, then ``drift``
+    (YAML lines under ``drift:``) and ``extra`` top-level YAML."""
+    text = f"sources:\n  runs:\n    kind: file\n    path: {HISTORY}\ndefault_source: runs\n"
+    if drift:
+        text += "drift:\n" + "".join(f"  {line}\n" for line in drift.splitlines())
+    return text + extra
+
+
+@dataclass
+class Runs:
+    """A nightly's finished runs, one a day from ``START``, as a history file."""
+
+    seed: int = 3
+    summaries: list[dict[str, float]] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        self._rng = random.Random(self.seed)
+
+    def add(self, levels: dict[str, float], count: int = 1) -> None:
+        """``count`` runs at ``levels``, each metric with bounded noise."""
+        for _ in range(count):
+            self.summaries.append(
+                {m: round(v + self._rng.uniform(-NOISE[m], NOISE[m]), 4) for m, v in levels.items()}
+            )
+
+    def metric(self, name: str, since: int = 0) -> list[float]:
+        return [s[name] for s in self.summaries[since:]]
+
+    def text(self) -> str:
+        lines = (
+            json.dumps(
+                {
+                    "id": f"r{i:04d}",
+                    "created_at": (START + timedelta(days=i)).isoformat(),
+                    "state": "finished",
+                    "summary": summary,
+                }
+            )
+            for i, summary in enumerate(self.summaries)
+        )
+        return "".join(line + "\n" for line in lines)
+
+
+def drifted(seed: int = 3, healthy: int = 30, dropped: int = 5) -> Runs:
+    """``healthy`` passing nights, then ``dropped`` nights where ``ACC_MIN_VALUE`` fails."""
+    runs = Runs(seed)
+    runs.add(HEALTHY, healthy)
+    runs.add(DROPPED, dropped)
+    return runs
+
+
+@dataclass
+class World:
+    """A FakeGitHub, the App's client factory for it, and a store."""
+
+    fake: FakeGitHub
+    app: GitHubApp
+    sessions: Sessions
+
+    def repo(
+        self,
+        name: str,
+        runs: Runs,
+        *,
+        installation: int = 7,
+        drift: str = "",
+        files: dict[str, str] | None = None,
+    ) -> Repo:
+        """A repository with the nightly script, its history and a config."""
+        return self.fake.add_repo(
+            name,
+            installation_id=installation,
+            files={SCRIPT: script(), HISTORY: runs.text(), CONFIG: config(drift), **(files or {})},
+        )
+
+    def night(self, repo: Repo, runs: Runs, files: dict[str, str | None] | None = None) -> str:
+        """Commit the grown history (and ``files``) to the default branch."""
+        return repo.commit(
+            repo.default_branch, {HISTORY: runs.text(), **(files or {})}, message="Nightly"
+        )
+
+    def round(
+        self,
+        owner: str = "worker-1",
+        installations: Sequence[int] = (7,),
+        min_rate: int = 0,
+        github: GitHubFactory | None = None,
+    ) -> WatchReport:
+        """One watch round as the periodic job runs it."""
+        options = WatchOptions(max_bytes=MAX_BYTES, owner=owner, min_rate_remaining=min_rate)
+        factory = github or self.app.installation
+        return watch_round(
+            self.sessions, factory, lambda _i, _o: None, options, installations=installations
+        )
+
+
+def open_world(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[World]:
+    """A running ``World`` with a store in ``tmp_path``; the fake is checked at the end."""
+    # the watch's per-process caches start empty in every test
+    monkeypatch.setattr(watch, "BRANCHES", BranchCache())
+    monkeypatch.setattr(watch, "HISTORIES", watch._FileHistories())
+    with FakeGitHub() as fake:
+        sessions = init_db(make_engine(f"sqlite:///{tmp_path / 'bot.db'}"))
+        yield World(fake, fake.github_app(), sessions)
+        fake.check()
+
+
+@pytest.fixture
+def world(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[World]:
+    yield from open_world(tmp_path, monkeypatch)
+
+
+def app_issues(repo: Repo) -> list[Issue]:
+    """The issues the App opened in ``repo``, by number."""
+    return [i for _, i in sorted(repo.issues.items()) if i.app_id == repo.state.app_id]
+
+
+def actions(report: WatchReport) -> list[tuple[str, str]]:
+    return [(a.file, a.action) for a in report.acted]
+
+
+def writes(calls: list[Call]) -> list[Call]:
+    return [c for c in calls if c.method in WRITES]
+
+
+# ----- flaky gates ------------------------------------------------------------------------------
+
+
+def flaky_runs() -> tuple[Runs, list[int]]:
+    """30 healthy nights but three, scattered, where ``ACC_MIN_VALUE`` fails."""
+    runs = Runs(seed=5)
+    failing = [4, 13, 22]
+    for i in range(30):
+        runs.add({ACC: 0.50, LOSS: 1.00} if i in failing else HEALTHY)
+    return runs, failing
+
+
+def test_a_flaky_gate_is_reported_flaky_and_never_opens_an_item(
+    world: World, tmp_path: Path
+) -> None:
+    runs, failing = flaky_runs()
+    repo = world.repo("octo/flaky", runs)
+    assert [i for i, v in enumerate(runs.metric(ACC)) if v < float(ACC_LITERAL)] == failing
+
+    seen = []
+    for night in range(3):  # three rounds; the second sees one more failure (a streak of 1)
+        seen.append(world.round())
+        runs.add({ACC: 0.50, LOSS: 1.00} if night == 0 else HEALTHY)
+        world.night(repo, runs)
+    seen.append(world.round())
+
+    assert [actions(r) for r in seen] == [[(SCRIPT, "unchanged")]] * 4
+    assert app_issues(repo) == [] and repo.pulls == {}
+    assert writes(world.fake.requests(repo=repo.full_name)) == []
+    item = records.get(world.sessions, repo.full_name, SCRIPT)
+    assert item is not None and item.state == "idle" and item.issue is None
+
+    # the offline report (the CLI) calls it flaky, with its failure rate, and exit status 0
+    (tmp_path / "nightly.sh").write_text(script())
+    (tmp_path / "runs.jsonl").write_text(runs.text())
+    (tmp_path / "config.yml").write_text(config())
+    result = CliRunner().invoke(
+        cli,
+        [
+            "drift",
+            "--file",
+            str(tmp_path / "nightly.sh"),
+            "--history",
+            str(tmp_path / "runs.jsonl"),
+            "--config",
+            str(tmp_path / "config.yml"),
+            "--format",
+            "json",
+        ],
+    )
+    assert result.exit_code == 0, result.output
+    (report,) = json.loads(result.output)["files"]
+    gates = {g["name"]: g for g in report["gates"]}
+    failed = sum(
+        v < float(ACC_LITERAL) for v in runs.metric(ACC)[-gates["ACC_MIN_VALUE"]["total"] :]
+    )
+    assert gates["ACC_MIN_VALUE"]["status"] == "flaky"
+    assert gates["ACC_MIN_VALUE"]["failed"] == failed == 4
+    assert gates["LOSS_MAX_VALUE"]["status"] == "passing"
+
+
+# ----- outages and unreadable files -------------------------------------------------------------
+
+
+def test_a_history_outage_neither_opens_nor_closes_an_item(world: World) -> None:
+    runs = drifted()
+    repo = world.repo("octo/outage", runs)
+    assert actions(world.round()) == [(SCRIPT, "opened")]
+    (issue,) = app_issues(repo)
+
+    runs.add(HEALTHY, 10)  # the gate passes again: read, this would close the issue
+    world.night(repo, runs)
+    history = f"/repos/{repo.full_name}/contents/{HISTORY}"
+    world.fake.fail_next("GET", re.escape(history), 502, times=4)  # the client retries 3 times
+    before = len(world.fake.calls)
+    outage = world.round()
+
+    (acted,) = outage.acted
+    assert acted.action == "skipped"
+    assert f"{HISTORY} could not be read from GitHub" in acted.detail
+    failed = [c for c in world.fake.calls[before:] if c.status == 502]
+    assert len(failed) == 4 and {c.path for c in failed} == {history}
+    assert writes(world.fake.calls[before:]) == []
+    assert issue.state == "open"
+    item = records.get(world.sessions, repo.full_name, SCRIPT)
+    assert item is not None and (item.state, item.issue) == ("open", issue.number)
+    metrics = Metrics()
+    metrics.record_drift(outage)
+    exposed = metrics.render().decode()
+    assert 'threshold_bot_drift_files_total{action="skipped"} 1.0' in exposed
+    assert 'threshold_bot_drift_rounds_total{outcome="complete"} 1.0' in exposed
+
+    # GitHub answers again: the next round reads the history and closes the issue
+    assert actions(world.round()) == [(SCRIPT, "closed")]
+    assert issue.state == "closed"
+
+
+THRESHOLDS = "ci/thresholds.yaml"
+YAML_GATES = (
+    "files:\n"
+    f"  - path: {THRESHOLDS}\n"
+    "    gates:\n"
+    '      - {key: eval.acc_min, metric: eval/acc, op: ">=", name: YAML_ACC_MIN}\n'
+)
+
+
+def test_an_unreadable_threshold_file_neither_opens_nor_closes_its_item(world: World) -> None:
+    runs = drifted()
+    yaml_text = f"eval:\n  acc_min: {ACC_LITERAL}\n"
+    repo = world.repo(
+        "octo/unreadable",
+        runs,
+        files={THRESHOLDS: yaml_text, CONFIG: config(extra=YAML_GATES)},
+    )
+    assert sorted(actions(world.round())) == [(SCRIPT, "opened"), (THRESHOLDS, "opened")]
+    opened = app_issues(repo)
+    assert len(opened) == 2
+
+    runs.add(HEALTHY, 10)  # both gates pass again, but neither file can be read
+    too_large = script(padding=MAX_BYTES)
+    assert len(too_large.encode()) > MAX_BYTES
+    world.night(repo, runs, {SCRIPT: too_large, THRESHOLDS: "eval:\n  acc_min: [0.55\n"})
+    before = len(world.fake.calls)
+    report = world.round()
+
+    skipped = {a.file: a.detail for a in report.acted if a.action == "skipped"}
+    assert sorted(skipped) == [SCRIPT, THRESHOLDS] and len(report.acted) == 2
+    assert "over the limit" in skipped[SCRIPT]
+    assert THRESHOLDS in skipped[THRESHOLDS]
+    assert writes(world.fake.calls[before:]) == []
+    assert [i.state for i in opened] == ["open", "open"]
+    assert [i.state for i in records.of_repo(world.sessions, repo.full_name)] == ["open", "open"]
+
+    # readable again: both items close
+    world.night(repo, runs, {SCRIPT: script(), THRESHOLDS: yaml_text})
+    assert sorted(actions(world.round())) == [(SCRIPT, "closed"), (THRESHOLDS, "closed")]
+    assert [i.state for i in opened] == ["closed", "closed"]
+
+
+# ----- permissions and rate limits --------------------------------------------------------------
+
+
+def test_without_the_issues_permission_no_issue_and_one_log_line(
+    world: World, caplog: pytest.LogCaptureFixture
+) -> None:
+    runs = drifted()
+    repo = world.repo("octo/noissues", runs)
+    world.fake.deny(7, "issues")
+    caplog.set_level(logging.WARNING)
+    first = world.round()
+    runs.add(DROPPED)
+    world.night(repo, runs)
+    second = world.round()
+
+    assert [actions(first), actions(second)] == [[(SCRIPT, "forbidden")]] * 2
+    assert repo.issues == {}
+    denied = [c for c in world.fake.calls if c.method == "POST" and c.path.endswith("/issues")]
+    assert [c.status for c in denied] == [403, 403]
+    lines = [r for r in caplog.records if r.name.startswith("bot.")]  # the bot's warnings
+    assert len(lines) == 1
+    assert repo.full_name in lines[0].getMessage() and "`issues`" in lines[0].getMessage()
+    item = records.get(world.sessions, repo.full_name, SCRIPT)
+    assert item is not None and item.state == "idle" and "issues" in item.note
+
+
+def test_installations_are_visited_in_turn_each_with_its_token_and_a_low_rate_limit_waits(
+    world: World,
+) -> None:
+    first = [world.repo(f"octo/a{i}", drifted(seed=i), installation=7) for i in (1, 2, 3)]
+    second = [world.repo(f"acme/b{i}", drifted(seed=i), installation=8) for i in (1, 2)]
+    cold = world.round(installations=(7, 8))
+    assert [r.repo for r in cold.repositories] == [r.full_name for r in first + second]
+    assert {a.action for a in cold.acted} == {"opened"} and cold.stopped_early == ()
+    tokens = [c.path for c in world.fake.calls if c.path.endswith("/access_tokens")]
+    assert tokens == ["/app/installations/7/access_tokens", "/app/installations/8/access_tokens"]
+
+    runs = drifted(seed=2)
+    runs.add(DROPPED)
+    world.night(first[1], runs)  # news for octo/a2, which the limited round must not reach
+    min_rate = 200
+    world.fake.rate_cost = 1  # every response leaves one request less
+    world.fake.rate_remaining = min_rate  # the listing says 200 left, a1's read 199
+
+    def github(installation: int) -> GitHubClient:
+        if installation == 8:  # GitHub's rate limit is per installation: 8 has its own
+            world.fake.rate_remaining = 4999
+        return world.app.installation(installation)
+
+    before = len(world.fake.calls)
+    limited = world.round(installations=(7, 8), min_rate=min_rate, github=github)
+    calls = world.fake.calls[before:]
+    per_repo = {
+        r.full_name: len([c for c in calls if c.path.startswith(f"/repos/{r.full_name}/")])
+        for r in first + second
+    }
+    assert per_repo == {"octo/a1": 1, "octo/a2": 0, "octo/a3": 0, "acme/b1": 1, "acme/b2": 1}
+    assert limited.stopped_early == (7,)
+    assert [r.repo for r in limited.repositories] == ["octo/a1", "acme/b1", "acme/b2"]
+    metrics = Metrics()
+    metrics.record_drift(limited)
+    assert 'threshold_bot_drift_rounds_total{outcome="stopped_early"} 1.0' in (
+        metrics.render().decode()
+    )
+
+    world.fake.rate_cost, world.fake.rate_remaining = 0, 4999
+    later = world.round(installations=(7, 8), min_rate=min_rate)
+    assert later.stopped_early == ()
+    assert [
+        (a.file, a.action) for r in later.repositories if r.repo == "octo/a2" for a in r.acted
+    ] == [(SCRIPT, "updated")]
+
+
+# ----- settings ---------------------------------------------------------------------------------
+
+
+def test_an_invalid_mode_falls_back_to_issue_and_the_issue_says_so(world: World) -> None:
+    runs = drifted()
+    repo = world.repo("octo/badmode", runs, drift="mode: sometimes")
+    assert actions(world.round()) == [(SCRIPT, "opened")]
+    (issue,) = app_issues(repo)
+    assert issue.title == ISSUE_TITLE and repo.pulls == {}
+    assert "sometimes" in issue.body and "using issue" in issue.body
+    assert f"**{lower_rule(runs.metric(ACC, since=30), decimals=2)}**" in issue.body
+    item = records.get(world.sessions, repo.full_name, SCRIPT)
+    assert item is not None and item.mode == "issue"
+
+
+def test_mode_off_opens_nothing_and_files_limits_what_is_watched(world: World) -> None:
+    other = "ci/eval.sh"
+    off = world.repo("octo/off", drifted(), drift='mode: "off"', files={other: script()})
+    some = world.repo("octo/some", drifted(), drift=f"files: [{SCRIPT}]", files={other: script()})
+    report = world.round()
+    by_repo = {r.repo: [(a.file, a.action) for a in r.acted] for r in report.repositories}
+    assert by_repo == {"octo/off": [], "octo/some": [(SCRIPT, "opened")]}
+    assert off.issues == {} and writes(world.fake.requests(repo=off.full_name)) == []
+    assert records.of_repo(world.sessions, off.full_name) == []
+    assert [i.title for i in app_issues(some)] == [ISSUE_TITLE]
+    # without drift.files both scripts would be watched
+    assert [i.file for i in records.of_repo(world.sessions, some.full_name)] == [SCRIPT]
+
+
+def test_mode_off_written_bare_is_off_not_yaml_false(world: World) -> None:
+    # YAML 1.1 reads a bare ``off`` as false; the config documents ``mode: off``
+    repo = world.repo("octo/bare-off", drifted(), drift="mode: off")
+    report = world.round()
+    assert actions(report) == [] and repo.issues == {}
+
+
+# ----- warm caches, dismissals, several workers -------------------------------------------------
+
+
+def test_a_round_with_nothing_new_costs_at_most_4_requests_per_repository_and_writes_nothing(
+    world: World,
+) -> None:
+    repos = [
+        world.repo("octo/drifting", drifted()),
+        world.repo("octo/healthy", Runs(seed=8)),
+        world.repo("octo/flaky", flaky_runs()[0]),
+    ]
+    healthy = Runs(seed=8)
+    healthy.add(HEALTHY, 30)
+    world.night(repos[1], healthy)
+    cold = world.round()
+    assert actions(cold) == [(SCRIPT, "opened"), (SCRIPT, "unchanged"), (SCRIPT, "unchanged")]
+
+    before = len(world.fake.calls)
+    warm = world.round()
+    calls = world.fake.calls[before:]
+    assert actions(warm) == [(SCRIPT, "unchanged")] * 3
+    assert writes(calls) == []
+    per_repo = [
+        len([c for c in calls if c.path.startswith(f"/repos/{r.full_name}/")]) for r in repos
+    ]
+    assert all(n <= 4 for n in per_repo), per_repo
+    assert len(calls) <= 4 * len(repos)  # the installation's listing included
+
+
+def test_a_maintainer_closing_the_issue_dismisses_that_drift_until_another_one(
+    world: World,
+) -> None:
+    runs = drifted()
+    repo = world.repo("octo/dismiss", runs)
+    assert actions(world.round()) == [(SCRIPT, "opened")]
+    (issue,) = app_issues(repo)
+    with world.fake.state.lock:  # a maintainer closes it
+        issue.state, issue.state_reason, issue.closed_at = "closed", "not_planned", START
+
+    runs.add(DROPPED)  # the same drift, one night longer
+    world.night(repo, runs)
+    assert actions(world.round()) == [(SCRIPT, "dismissed")]
+    runs.add(DROPPED)
+    world.night(repo, runs)
+    assert actions(world.round()) == [(SCRIPT, "unchanged")]
+    assert app_issues(repo) == [issue] and issue.state == "closed"  # not reopened
+    item = records.get(world.sessions, repo.full_name, SCRIPT)
+    assert item is not None and item.state == "idle" and item.dismissed
+
+    runs.add({ACC: 0.45, LOSS: 1.30}, 4)  # now LOSS_MAX_VALUE fails too: a new drift
+    world.night(repo, runs)
+    assert actions(world.round()) == [(SCRIPT, "opened")]
+    old, new = app_issues(repo)
+    assert old is issue and old.state == "closed"
+    assert new.state == "open" and new.number > issue.number
+    assert "LOSS\\_MAX\\_VALUE" in new.body
+
+
+def test_two_workers_watching_at_once_open_one_issue(world: World) -> None:
+    runs = drifted()
+    repo = world.repo("octo/race", runs)
+    hold = world.fake.hold_next("POST", f"^/repos/{repo.full_name}/issues$", 1.0)
+    reports: dict[str, WatchReport] = {}
+
+    def run(owner: str) -> None:
+        reports[owner] = world.round(owner=owner)
+
+    first = threading.Thread(target=run, args=("host-a:1",))
+    first.start()
+    assert hold.reached.wait(30)  # the issue exists; worker a has not recorded it yet
+    second = threading.Thread(target=run, args=("host-b:2",))
+    second.start()
+    first.join(60)
+    second.join(60)
+    assert actions(reports["host-a:1"]) == [(SCRIPT, "opened")]
+    assert actions(reports["host-b:2"]) == [(SCRIPT, "busy")]
+    # a third worker (a restart) finds the record: nothing new, nothing written
+    assert actions(world.round(owner="host-c:3")) == [(SCRIPT, "unchanged")]
+    assert len(app_issues(repo)) == 1
+    assert len(records.of_repo(world.sessions, repo.full_name)) == 1
+
+
+def test_a_worker_that_lost_its_record_finds_the_issue_by_its_marker(world: World) -> None:
+    repo = world.repo("octo/lost", drifted())
+    # a worker killed after GitHub created the issue, before it saved the record, left this
+    left = repo.add_issue(ISSUE_TITLE, drift_marker(SCRIPT) + "\nhalf-written", by_app=True)
+    assert actions(world.round(owner="restarted")) == [(SCRIPT, "opened")]
+    assert app_issues(repo) == [left]
+    assert left.body.startswith(drift_marker(SCRIPT)) and "ACC\\_MIN\\_VALUE" in left.body
+    assert [c.path for c in writes(world.fake.requests(repo=repo.full_name))] == [
+        f"/repos/{repo.full_name}/issues/{left.number}"
+    ]
+    item = records.get(world.sessions, repo.full_name, SCRIPT)
+    assert item is not None and (item.state, item.issue) == ("open", left.number)
