@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test lint layers typecheck pytest bench clean schema
+.PHONY: demo test lint layers typecheck pytest browser bench clean schema
 
 $(STAMP): pyproject.toml
 	$(PY) -m venv $(VENV)
@@ -25,8 +25,31 @@ layers: $(STAMP)
 typecheck: $(STAMP)
 	$(BIN)/mypy
 
-pytest: $(STAMP)
+pytest: $(STAMP) browser
 	$(BIN)/pytest -q
+
+# What the browser tests (tests/test_browser_*.py) need besides the dev extra: Mermaid from
+# the npm lock file, and Debian's chromium when apt-get can install it. Neither is fatal: the
+# browser tests then skip with the reason (CI sets THRESHOLD_BOT_BROWSER_TESTS=required, and
+# a skip fails there).
+NODE_MODULES := tests/browser/node_modules
+CHROMIUM := /usr/bin/chromium
+
+$(NODE_MODULES)/.installed: tests/browser/package-lock.json
+	@if command -v npm >/dev/null; then \
+	  npm ci --prefix tests/browser --no-audit --no-fund --loglevel=error && touch $@ \
+	  || { rm -rf $(NODE_MODULES); echo "npm ci failed: the browser tests will skip"; }; \
+	else echo "no npm: the browser tests will skip (install Node.js and npm)"; fi
+
+browser: $(NODE_MODULES)/.installed
+	@if [ ! -x $(CHROMIUM) ]; then \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+	    echo "Installing Debian's chromium for the browser tests"; \
+	    { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
+	      --no-install-recommends chromium fonts-liberation fonts-noto-color-emoji >/dev/null; } \
+	    || echo "apt-get could not install chromium: the browser tests will skip"; \
+	  else echo "no $(CHROMIUM) (apt-get install chromium as root): the browser tests will skip"; fi; \
+	fi
 
 test: lint layers typecheck pytest
 
@@ -39,7 +62,7 @@ bench: $(STAMP)
 	for f in bench/bench_*.py bench/regimes/bench_*.py; do $(BIN)/python $$f || exit 1; done
 
 clean:
-	rm -rf $(VENV) .mypy_cache .pytest_cache .ruff_cache
+	rm -rf $(VENV) .mypy_cache .pytest_cache .ruff_cache $(NODE_MODULES)
 
 # Re-pin constraints.txt (the image's exact dependency versions) from a clean venv; run it
 # with the image's Python minor version (PY=python3.11) and commit the result.

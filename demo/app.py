@@ -5,7 +5,10 @@ check runs, validated against GitHub's OpenAPI description), fills a repository 
 demo example (``demo.data``: a year of nightly runs as a history file, the merged PRs
 that moved the metrics, and a PR that changes the thresholds), starts the App as
 ``serve`` does (uvicorn, SQLite store, embedded queue, worker threads), delivers a signed
-``pull_request.opened`` webhook and prints the comment and the check run the App made.
+``pull_request.opened`` webhook and prints the comment and the check run the App made, and
+where the PR's interactive report is served (``REPORT_BASE_URL`` is the App's local
+address).  ``--serve`` keeps the App up after that, until Ctrl+C, so the report can be
+opened in a browser.
 
 ``DemoApp`` is reused by ``bench/bench_pr_review.py``.
 """
@@ -13,6 +16,7 @@ that moved the metrics, and a PR that changes the thresholds), starts the App as
 from __future__ import annotations
 
 import json
+import re
 import secrets
 import socket
 import sys
@@ -45,6 +49,7 @@ from tests.fakes.github_state import PullRequest, Repo
 REPO = "acme/rl-training"
 INSTALLATION = 1
 HISTORY_PATH = "ci/history/gsm8k_nightly.jsonl"
+REPORT_LINK = re.compile(r"https?://[^\s)\]]+/reports/[A-Za-z0-9_-]{43}")
 DEMO_CONFIG = f"""\
 # threshold-bot: the nightly's gates read the run history committed next to the script.
 sources:
@@ -159,10 +164,18 @@ class DemoApp:
 
 
 @contextmanager
-def _serve(settings: Settings, runtime: Runtime) -> Iterator[str]:
+def _listening() -> Iterator[tuple[socket.socket, str]]:
+    """A socket on a free local port, and the App's URL there."""
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    sock.bind(("127.0.0.1", 0))
-    port = sock.getsockname()[1]
+    try:
+        sock.bind(("127.0.0.1", 0))
+        yield sock, f"http://127.0.0.1:{sock.getsockname()[1]}"
+    finally:
+        sock.close()
+
+
+@contextmanager
+def _serve(settings: Settings, runtime: Runtime, sock: socket.socket) -> Iterator[None]:
     config = uvicorn.Config(create_app(settings, runtime), log_config=None, access_log=False)
     server = uvicorn.Server(config)
     thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
@@ -172,11 +185,10 @@ def _serve(settings: Settings, runtime: Runtime) -> Iterator[str]:
             if not thread.is_alive():
                 raise RuntimeError("the webhook server did not start")
             time.sleep(0.01)
-        yield f"http://127.0.0.1:{port}"
+        yield
     finally:
         server.should_exit = True
         thread.join(timeout=60)
-        sock.close()
 
 
 @contextmanager
@@ -184,7 +196,7 @@ def demo_app(
     workdir: Path, repo_history: DemoRepo, base_script: str, records: Sequence[dict[str, Any]]
 ) -> Iterator[DemoApp]:
     """Start the fake GitHub (seeded by ``seed_repository``) and the App; stop both on exit."""
-    with FakeGitHub() as fake:
+    with FakeGitHub() as fake, _listening() as (sock, url):
         repo = seed_repository(fake, repo_history, base_script, records)
         secret = secrets.token_hex(16)
         settings = Settings(
@@ -197,21 +209,34 @@ def demo_app(
             queue_path=workdir / "queue.db",
             bot_login=fake.state.bot_login,
             workers=2,
+            report_base_url=url,  # the interactive reports, served by the App itself
         )
         runtime = build(
             settings, github=client_factory(settings), history=lambda spec: _NoRemoteHistory()
         )
-        with _serve(settings, runtime) as url:
+        with _serve(settings, runtime, sock):
             yield DemoApp(fake, repo, runtime, url, secret)
         fake.check()
+
+
+def report_link(app: DemoApp, comment: str) -> str:
+    """Where the comment's interactive report is served, and what the App answers there."""
+    found = REPORT_LINK.search(comment)
+    if found is None or not found.group(0).startswith(app.url):
+        return "none: the comment links no report"
+    answer = httpx.get(found.group(0), timeout=30)
+    size = len(answer.content) / 1024
+    return f"{found.group(0)}  ({answer.status_code}, {size:.0f} KB of HTML)"
 
 
 def _rule(title: str) -> str:
     return f"\n{'─' * 3} {title} {'─' * max(3, 96 - len(title))}\n"
 
 
-def main() -> int:
-    """Run the demo; print what the App posted.  Exit status 0 when the review was posted."""
+def main(argv: Sequence[str] = ()) -> int:
+    """Run the demo; print what the App posted.  Exit status 0 when the review was posted.
+
+    ``--serve``: then keep the App up, serving the report, until Ctrl+C."""
     example = build_example()
     with (
         tempfile.TemporaryDirectory(prefix="threshold-bot-demo-") as tmp,
@@ -249,8 +274,20 @@ def main() -> int:
                 print(f"button: [{action['label']}] {action['description']}")
             print()
             print(run.output.get("summary", ""))
+        print(_rule(f"interactive report of {REPO}#{number}"))
+        bodies = [comment.body for comment in app.repo.comments(number)]
+        print(report_link(app, "".join(bodies)))
+        if "--serve" not in argv:
+            print("(served while the demo runs: `python -m demo.app --serve` keeps it up)")
+            return 0
+        print("the App keeps serving it; Ctrl+C stops the demo")
+        try:
+            while True:
+                time.sleep(3600)
+        except KeyboardInterrupt:
+            print()
     return 0
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(main(sys.argv[1:]))

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from bot.core.render.markdown import escape
@@ -30,3 +32,7 @@ def test_demo_prints_the_comment_and_check_run(capsys: pytest.CaptureFixture[str
     assert "/tmp" not in out  # no machine-specific path in what the App posted
     assert "check run 'threshold-bot'" in out and ": action_required" in out
     assert "button: [Approve thresholds]" in out
+    # the comment links the report; the demo's App serves it at its own local address
+    (link,) = set(re.findall(r"http://127\.0\.0\.1:\d+/reports/[\w-]{43}", out))
+    assert f"[Open the interactive report]({link})" in out
+    assert f"{link}  (200, " in out

@@ -419,6 +419,16 @@ def test_an_invalid_mode_falls_back_to_issue_and_the_issue_says_so(world: World)
     assert item is not None and item.mode == "issue"
 
 
+def test_the_issue_carries_the_configured_labels_and_assignees(world: World) -> None:
+    repo = world.repo(
+        "octo/labels", drifted(), drift="labels: [ci, nightly]\nassignees: ['@alice']"
+    )
+    repo.set_permission("alice", "write")
+    assert actions(world.round()) == [(SCRIPT, "opened")]
+    (issue,) = app_issues(repo)
+    assert (sorted(issue.labels), issue.assignees) == (["ci", "nightly"], ["alice"])
+
+
 def test_mode_off_opens_nothing_and_files_limits_what_is_watched(world: World) -> None:
     other = "ci/eval.sh"
     off = world.repo("octo/off", drifted(), drift='mode: "off"', files={other: script()})

@@ -11,7 +11,8 @@ Operational extras: ``WORKERS``, ``MAX_BODY_BYTES``, ``BOT_LOGIN``, ``MAX_ATTEMP
 (docs/security.md): ``MAX_THRESHOLD_FILE_BYTES``, ``JOB_TIMEOUT_SECONDS``,
 ``WANDB_ENTITIES``, ``MLFLOW_TRACKING_URI`` / ``MLFLOW_TRACKING_TOKEN`` /
 ``MLFLOW_ALLOWED_URIS``, ``MAX_UNVERIFIED_BYTES``, ``STORE_TIMEOUT_SECONDS``,
-``DELIVERY_RETENTION_DAYS`` and ``RETRY_COOLDOWN_SECONDS``.
+``DELIVERY_RETENTION_DAYS`` and ``RETRY_COOLDOWN_SECONDS``.  The interactive report of a
+reviewed PR: ``REPORT_BASE_URL``, ``REPORT_PRIVATE_REPOS`` and ``REPORT_TTL_DAYS``.
 
 ``load_settings`` turns the problems into one ``SettingsError`` whose message is one
 line naming every variable at fault, so ``serve`` can stop with a clear reason.
@@ -19,10 +20,18 @@ line naming every variable at fault, so ``serve`` can stop with a clear reason.
 
 from __future__ import annotations
 
+import hashlib
+import hmac
 from pathlib import Path
 from typing import Literal
+from urllib.parse import urlsplit
 
-from cryptography.hazmat.primitives.serialization import load_pem_private_key
+from cryptography.hazmat.primitives.serialization import (
+    Encoding,
+    NoEncryption,
+    PrivateFormat,
+    load_pem_private_key,
+)
 from pydantic import Field, SecretStr, ValidationError
 from pydantic_core import ErrorDetails
 from pydantic_settings import BaseSettings, SettingsConfigDict
@@ -99,6 +108,11 @@ class Settings(BaseSettings):
     drift_watch: bool = True
     drift_max_files: int = Field(default=50, ge=1, le=1000)
     drift_min_rate_remaining: int = Field(default=200, ge=0)
+    # the interactive report of each reviewed PR, served at REPORT_BASE_URL/reports/TOKEN
+    # (unset: no reports); private repositories only when the operator opts in
+    report_base_url: str | None = None
+    report_private_repos: bool = False
+    report_ttl_days: float = Field(default=30.0, gt=0)  # a report lives this long after a review
 
     @property
     def webhook_secrets(self) -> tuple[bytes, ...]:
@@ -122,6 +136,19 @@ class Settings(BaseSettings):
             mlflow_default=self.mlflow_tracking_uri,
             mlflow_uris=extra,
         )
+
+    def report_key(self) -> bytes | None:
+        """The key the report links are derived from (``bot.adapters.store.reports``): a hash
+        of the App's private key (its DER form, however the PEM is written), so a link stays
+        the same across restarts and a copy of the database alone holds none.  None without
+        a key."""
+        pem = self.private_key_pem()
+        if pem is None:
+            return None
+        der = load_pem_private_key(pem.encode(), password=None).private_bytes(
+            Encoding.DER, PrivateFormat.PKCS8, NoEncryption()
+        )
+        return hmac.new(b"threshold-bot report links", der, hashlib.sha256).digest()
 
     def private_key_pem(self) -> str | None:
         """The App's PEM key, from ``PRIVATE_KEY`` (``\\n`` escapes allowed) or the file."""
@@ -191,10 +218,22 @@ def check_settings(settings: Settings, role: Role) -> None:
         problems.append("REDIS_URL: expected a redis://, rediss:// or unix:// URL")
     if not settings.github_api_url.startswith(("https://", "http://")):
         problems.append("GITHUB_API_URL: expected an http(s) URL")
+    if settings.report_base_url and not _http_url(settings.report_base_url):
+        problems.append("REPORT_BASE_URL: expected an http(s) URL (where the App is reached)")
     if settings.log_level.upper() not in LOG_LEVELS:
         problems.append(f"LOG_LEVEL: expected one of {', '.join(LOG_LEVELS)}")
     if problems:
         raise SettingsError("; ".join(problems))
+
+
+def _http_url(value: str) -> bool:
+    """Whether ``value`` is an http(s) URL with a host and no query or fragment."""
+    parts = urlsplit(value)
+    return (
+        parts.scheme in ("http", "https")
+        and bool(parts.netloc)
+        and not (parts.query or parts.fragment)
+    )
 
 
 def _private_key_problems(settings: Settings) -> list[str]:

@@ -21,7 +21,7 @@ from sqlalchemy.orm import Session, sessionmaker
 from bot.adapters.github.api import GitHubFactory
 from bot.adapters.queue import JobQueue, make_huey
 from bot.adapters.settings import Settings
-from bot.adapters.store import deliveries
+from bot.adapters.store import deliveries, reports
 from bot.adapters.store.db import init_db, make_engine
 from bot.app.intake_gate import IntakeGate
 from bot.app.metrics import Metrics
@@ -105,7 +105,7 @@ def build(
     if settings.drift_watch:  # bot.features.drift: failing gates on default branches
         watch = drift_job(settings, sessions, worker.github, worker.history)
         queue.every(RECHECK_MINUTES, "drift", lambda: metrics.record_drift(watch()))
-    queue.every(60, "purge", deliveries.purge_job(sessions, settings.delivery_retention_days))
+    queue.every(60, "purge", _purge_job(settings, sessions))
     return Runtime(
         settings=settings,
         engine=engine,
@@ -117,6 +117,18 @@ def build(
         supervisor=Supervisor(worker),
         gate=gate,
     )
+
+
+def _purge_job(settings: Settings, sessions: sessionmaker[Session]) -> Callable[[], None]:
+    """The hourly purge: finished deliveries past their retention, expired reports."""
+    purge_deliveries = deliveries.purge_job(sessions, settings.delivery_retention_days)
+    purge_reports = reports.purge_job(sessions)
+
+    def purge() -> None:
+        purge_deliveries()
+        purge_reports()
+
+    return purge
 
 
 def _hook(settings: Settings, module: str, name: str, *extra: Any) -> Callable[[Any], Any]:

@@ -1,4 +1,4 @@
-"""The webhook server: ``POST /webhook``, ``GET /healthz``, ``GET /metrics``.
+"""The webhook server: ``POST /webhook``, ``GET /healthz``, ``GET /metrics``, ``GET /reports``.
 
 ``POST /webhook`` only checks and stores, so it answers in milliseconds (GitHub
 gives up after 10 s and never redelivers on its own); the jobs are enqueued right
@@ -25,6 +25,9 @@ after the answers, and a job lost there is recovered from the store:
   202 is never sent for a delivery not durably stored.  A delivery answered 503
   whose write was already under way may still be stored; its redelivery is then a
   duplicate (200), and it runs once either way.
+
+``GET /reports/{token}`` serves a reviewed PR's interactive report while ``REPORT_BASE_URL``
+is set (``bot.app.reports``).
 
 ``GET /healthz`` answers 200 only if a write is durable now
 (``bot.adapters.store.health``: the database file still on disk, room on its disk,
@@ -57,6 +60,7 @@ from bot.adapters.store.group_commit import GroupCommit
 from bot.adapters.store.health import StoreFile, StoreUnavailable
 from bot.app.intake import Budget, Intake, Rejected, check_headers, parse_delivery, read_body
 from bot.app.metrics import CONTENT_TYPE
+from bot.app.reports import reports_router
 from bot.app.runtime import Runtime, build
 from bot.core.routing import skip_reason
 from bot.core.signature import verify
@@ -221,4 +225,6 @@ def create_app(
     def metrics() -> Response:
         return Response(rt.metrics.render(), media_type=CONTENT_TYPE)
 
+    if settings.report_base_url:
+        app.include_router(reports_router(rt.sessions))
     return app

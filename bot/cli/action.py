@@ -304,7 +304,13 @@ def _run(
         window,
         None,
     )
-    text = render_comment(review, repo_url=repo_url, app_mode=False, cli_options=options)
+    text = render_comment(
+        review,
+        repo_url=repo_url,
+        app_mode=False,
+        cli_options=options,
+        charts=repo_config.charts == "mermaid",
+    )
     if not _append_summary(text):
         sys.stdout.write(text)
     _append_output("conclusion", review.conclusion)

@@ -2,7 +2,8 @@
 
 An imperative shell around the pure analysis: read the config, the threshold file(s) and
 the run history (a file, or W&B), build the review, print it as the PR comment
-(``--format markdown``), JSON (docs/json-review.md) or a terminal table.  See docs/cli.md.
+(``--format markdown``), JSON (docs/json-review.md), a terminal table or a self-contained HTML
+report with interactive charts (``--format html``, to ``--output``).  See docs/cli.md.
 """
 
 from __future__ import annotations
@@ -42,6 +43,7 @@ from bot.core.models import (
     SourceSpec,
     ThresholdFile,
 )
+from bot.core.render.html_report import html_report
 from bot.core.render.review import rebaseline_options, render_comment, render_json
 from bot.core.render.terminal import review_table
 from bot.core.thresholds.diff import diff_gates
@@ -56,6 +58,7 @@ class OutputFormat(StrEnum):
     markdown = "markdown"
     json = "json"
     table = "table"
+    html = "html"
 
 
 class FailOn(StrEnum):
@@ -256,7 +259,8 @@ def review_command(
         OutputFormat | None,
         typer.Option(
             "--format",
-            help="table (for reading), markdown (the PR comment) or json."
+            help="table (for reading), markdown (the PR comment), json, or html (a"
+            " self-contained report with interactive charts; needs --output)."
             " Default: table on a terminal, else markdown.",
         ),
     ] = None,
@@ -282,6 +286,8 @@ def review_command(
 ) -> None:
     """Review a threshold file against a run history."""
     try:
+        if output_format is OutputFormat.html and output is None:
+            raise UsageProblem("--format html writes a whole page: give --output FILE.html")
         repo_config = read_config(config)
         rule = rule_settings(repo_config, window, allowance)
         result = _review_from_history(history, wandb, file, base, repo_config, rule, skip_bad_lines)
@@ -292,9 +298,13 @@ def review_command(
         fmt = output_format or (
             OutputFormat.table if output is None and sys.stdout.isatty() else OutputFormat.markdown
         )
+        options = rebaseline_options(history, wandb, config, window, allowance)
         if fmt is OutputFormat.table:
-            options = rebaseline_options(history, wandb, config, window, allowance)
             _write_table(review_table(result, cli_options=options), output)
+        elif fmt is OutputFormat.html:
+            title = f"threshold-bot review of {file.as_posix()}"
+            report = html_report(result, title=title, repo_url=repo_url, cli_options=options)
+            _write(report, output)
         else:
             text = (
                 render_json(result)
@@ -303,7 +313,8 @@ def review_command(
                     result,
                     repo_url=repo_url,
                     app_mode=False,
-                    cli_options=rebaseline_options(history, wandb, config, window, allowance),
+                    cli_options=options,
+                    charts=repo_config.charts == "mermaid",
                 )
             )
             _write(text, output)

@@ -304,6 +304,22 @@ class RepoConfig(_Strict):
     tolerance: ToleranceDecl | None = None  # default tolerance of every reference gate
     permissions: PermissionSettings = Field(default_factory=PermissionSettings)
     drift: DriftSettings = Field(default_factory=DriftSettings)  # never invalid: see its problems
+    # the PR comment's charts (docs/pr-comment.md#charts): Mermaid blocks, or none
+    charts: Literal["mermaid", "off"] = "mermaid"
+    # the App's interactive report page linked from the comment (on/off; the operator decides
+    # whether the App serves reports at all, and for private repositories)
+    report: bool = Field(default=True, strict=True)
+
+    @field_validator("charts", mode="before")
+    @classmethod
+    def _charts_off(cls, value: object) -> object:
+        return "off" if value is False else value  # YAML 1.1 reads a bare ``off`` as false
+
+    @field_validator("report", mode="before")
+    @classmethod
+    def _on_off(cls, value: object) -> object:
+        words = {"on": True, "off": False}  # quoted, or read by a YAML 1.2 parser
+        return words.get(value.strip().lower(), value) if isinstance(value, str) else value
 
     @field_validator("shell", "python", mode="before")
     @classmethod
@@ -584,6 +600,20 @@ def config_schema() -> dict[str, Any]:
         ],
         "default": mode["default"],
         "title": "Mode",
+    }
+    props = schema["properties"]
+    props["charts"] = {
+        "anyOf": [
+            {key: props["charts"][key] for key in ("type", "enum")},
+            {"const": False, "description": "off, as YAML 1.1 reads a bare off"},
+        ],
+        "default": "mermaid",
+        "title": "Charts",
+    }
+    props["report"] = {
+        "anyOf": [{"type": "boolean"}, {"enum": ["on", "off"]}],
+        "default": True,
+        "title": "Report",
     }
     for props, key in [(schema["properties"], "shell"), (schema["properties"], "python")] + [
         (drift, key) for key in ("labels", "assignees", "files")

@@ -473,6 +473,43 @@ class Band(Frozen):
     band_high: float | None = None
 
 
+class ChartPoint(Frozen):
+    """One run in a chart: when, what the gate (or metric) compares, which run and commit."""
+
+    at: datetime  # the run's created_at
+    value: float  # the summary value, or the aggregate of the series the gate compares
+    run: str  # the run's name, else its id
+    commit: str | None = None
+    regime_median: float | None = None  # the metric's median in the regime holding this run
+
+
+BandEdges = tuple[float | None, float | None]
+"""A reference gate's band as (low, high); None: that side is open."""
+
+
+class GateChart(Frozen):
+    """What a gate's chart draws: its history with the old, proposed and rule values."""
+
+    metric: str  # the history key
+    # oldest first: the runs having the metric among the newest max(window, failure_lookback)
+    points: tuple[ChartPoint, ...]
+    window_start: int  # index in points of the window's first run (before it: lookback only)
+    old: float | None  # the limit (or reference) at the base; None when the PR adds the gate
+    proposed: float | None  # at the head
+    rule: float | None  # the rule's recomputed value; None without data
+    # reference gates: the bands around old / proposed / rule (None otherwise)
+    old_band: BandEdges | None = None
+    proposed_band: BandEdges | None = None
+    rule_band: BandEdges | None = None
+
+
+class MetricChart(Frozen):
+    """A regime-relevant metric (one the regime table shows) over the newest runs having it."""
+
+    metric: str
+    points: tuple[ChartPoint, ...]  # oldest first, at most 350
+
+
 class GateReview(Frozen):
     """The analysis of one gate (docs/json-review.md, plus explanatory fields)."""
 
@@ -521,6 +558,8 @@ class GateReview(Frozen):
     aggregation: str = ""  # e.g. "median of the last 5 steps"
     context: str = ""  # e.g. the test function
     ignored: str = ""  # a placeholder: shown apart, never judged
+    # the chart's data (None: golden curves, no data); not part of the JSON review
+    chart: GateChart | None = Field(default=None, exclude=True)
 
 
 class Regime(Frozen):
@@ -581,3 +620,5 @@ class Review(Frozen):
     pulls: dict[int, PullRef] = Field(default_factory=dict)
     warnings: tuple[str, ...] = ()
     error: str | None = None  # set when the history could not be read (its gates: no_data)
+    # the regime-relevant metrics over the newest runs; not part of the JSON review
+    metric_charts: tuple[MetricChart, ...] = Field(default=(), exclude=True)

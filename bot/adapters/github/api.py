@@ -35,6 +35,7 @@ class PullInfo:
     head_sha: str
     head_repo: str | None  # "owner/name" of the head repository (a fork, or this repo)
     maintainer_can_modify: bool = False  # a fork's owner lets maintainers (and the App) push
+    private: bool = True  # the base repository is private (unknown: taken as private)
 
 
 @dataclass(frozen=True)

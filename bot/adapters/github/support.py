@@ -95,7 +95,8 @@ def create_once(create: Callable[[], T], reuse: Callable[[], T | None]) -> T:
 
 
 def pull_info(pr: PullRequest) -> PullInfo:
-    """The ``PullInfo`` of PyGithub's pull request (``maintainer_can_modify`` left False)."""
+    """The ``PullInfo`` of PyGithub's pull request (``maintainer_can_modify`` left False;
+    ``private`` from the base repository the PR's JSON carries: no extra request)."""
     return PullInfo(
         number=pr.number,
         title=pr.title or "",
@@ -109,4 +110,5 @@ def pull_info(pr: PullRequest) -> PullInfo:
         head_ref=pr.head.ref,
         head_sha=pr.head.sha,
         head_repo=pr.head.repo.full_name if pr.head.repo is not None else None,
+        private=pr.base.repo.private if pr.base.repo is not None else True,
     )

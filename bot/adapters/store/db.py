@@ -18,6 +18,7 @@ TABLE_MODULES: tuple[str, ...] = (
     "bot.adapters.store.drift",
     "bot.adapters.store.runs",
     "bot.adapters.store.health",
+    "bot.adapters.store.reports",
 )
 DEFAULT_BUSY_TIMEOUT = 30.0  # seconds a SQLite write waits for another writer's lock
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 
+from bot.core.analysis.charts import gate_chart, metric_charts
 from bot.core.analysis.context import HistoryContext
 from bot.core.analysis.explain import (
     describe_proposed,
@@ -139,7 +140,7 @@ def _review_gate(
     if reading.worst_step is not None and proposed_failures.failed:
         explanation += f"; farthest outside at step {reading.worst_step}"
     in_window = finite(window.values)
-    return GateReview(
+    review = GateReview(
         name=head.name,
         file=head.file,
         line=head.line,
@@ -169,6 +170,7 @@ def _review_gate(
         closest_keys=closest,
         **reading.fields(head),
     )
+    return review.model_copy(update={"chart": gate_chart(ctx, change, review, rule)})
 
 
 def build_review(
@@ -207,6 +209,7 @@ def build_review(
         source=history.source,
         unbound=tuple(unbound),
         warnings=tuple(notes),
+        metric_charts=metric_charts(ctx, [ctx.key(g.metric) for g in reviews if not g.ignored]),
     )
 
 
@@ -297,4 +300,5 @@ def merge_reviews(reviews: Sequence[Review]) -> Review:
         pulls=pulls,
         warnings=_unique(w for r in reviews for w in r.warnings),
         error="; ".join(errors) if errors else None,
+        metric_charts=main.metric_charts,
     )

@@ -14,15 +14,18 @@ import shlex
 from collections.abc import Sequence
 from functools import cache
 from pathlib import Path, PurePath
+from typing import Literal
 
 from jinja2 import Environment, FileSystemLoader, StrictUndefined
 from pydantic import BaseModel, ConfigDict
 
+from bot.core.analysis.verdicts import needs_action
 from bot.core.formatting import day_month_year
 from bot.core.models import GateReview, Review
+from bot.core.render.charts import ChartView, chart_view
 from bot.core.render.conditions import tolerance_too_tight
 from bot.core.render.gates import hints, judged, placeholder_rows
-from bot.core.render.markdown import Markdown, code, escape, join, truncate
+from bot.core.render.markdown import Markdown, code, escape, join, link, safe_url, truncate
 from bot.core.render.sources import source_lines
 from bot.core.render.view import (
     check_title,
@@ -193,6 +196,24 @@ def _context(
     }
 
 
+ChartLevel = Literal["all", "attention", "none"]
+"""Which gates' charts the comment shows: every gate's, only those needing attention, none."""
+
+
+def _charts(review: Review, level: ChartLevel) -> dict[str, object]:
+    """The charts of the gates that need attention, and of the others (folded together)."""
+    views: list[tuple[GateReview, ChartView]] = []
+    if level != "none":
+        for g in judged(review):
+            view = chart_view(g) if level == "all" or needs_action(g) else None
+            if view is not None:
+                views.append((g, view))
+    return {
+        "attention_charts": [v for g, v in views if needs_action(g)],
+        "other_charts": [v for g, v in views if not needs_action(g)],
+    }
+
+
 def _render(template: str, context: dict[str, object]) -> str:
     text = environment().get_template(template).render(context)
     while "\n\n\n" in text:
@@ -207,6 +228,8 @@ def render_comment(
     app_mode: bool = False,
     approved: str | None = None,
     cli_options: str = "--history FILE",
+    charts: bool = True,
+    report_url: str | None = None,
 ) -> str:
     """The PR comment (docs/pr-comment.md), starting with the hidden marker.
 
@@ -217,11 +240,22 @@ def render_comment(
     error without the App's "on the server".  ``approved`` is the note of a maintainer
     approval that covers the proposed values: the verdict then says who approved which
     values, and what the review found.
+
+    ``charts``: each gate's Mermaid chart (docs/pr-comment.md#charts) — those of the gates
+    that need attention, then the others folded together; when the comment would exceed
+    GitHub's limit the other gates' charts go first, then all of them, before the text is
+    cut. ``report_url``: a link to the interactive report, under the verdict.
     """
     if not app_mode:
         review = _for_cli(review)
     context = _context(review, repo_url, app_mode, approved, cli_options)
-    text = _render("comment.md.j2", context)
+    usable = safe_url(report_url) if report_url else None  # http(s) only
+    context["report_link"] = link("Open the interactive report", usable) if usable else None
+    levels: tuple[ChartLevel, ...] = ("all", "attention", "none") if charts else ("none",)
+    for level in levels:
+        text = _render("comment.md.j2", context | _charts(review, level))
+        if len(text) <= GITHUB_TEXT_LIMIT:
+            break
     return truncate(text, GITHUB_TEXT_LIMIT, _TRUNCATED)
 
 

@@ -18,9 +18,11 @@ from rich.table import Table
 from rich.text import Text
 
 from bot.core.analysis.verdicts import needs_action
+from bot.core.formatting import plural
 from bot.core.models import GateReview, Review
 from bot.core.render.gates import judged, label_plain, metric_plain, placeholder_rows
 from bot.core.render.sources import source_lines
+from bot.core.render.sparkline import sparkline
 from bot.core.render.terminal_parts import heading, indent, item, text
 from bot.core.render.terminal_regimes import MOVED, RegimeTable
 from bot.core.render.terminal_text import actions, for_cli, plain, unmark, verdict_words
@@ -33,11 +35,23 @@ from bot.core.render.view import (
 
 __all__ = ["plain", "review_table"]
 
+# glyphs of a gate's sparkline: with its label column and the run count, a row of 80 columns
+SPARK_WIDTH = 32
+
 
 def _verdict_style(g: GateReview) -> str:
     if needs_action(g):
         return "bold red"
     return "yellow" if g.verdict in ("looser_than_rule", "no_data") else "green"
+
+
+def _history(g: GateReview) -> tuple[tuple[str, str, str], ...]:
+    """The gate's chart as a sparkline row (none without chart data)."""
+    values = [p.value for p in g.chart.points] if g.chart else []
+    line = sparkline(values, SPARK_WIDTH)
+    if not line:
+        return ()
+    return (("history", f"{line} ({plural(len(values), 'run')}, oldest first)", "cyan"),)
 
 
 def _gate_block(g: GateReview) -> Group:
@@ -58,6 +72,7 @@ def _gate_block(g: GateReview) -> Group:
         ("old value fails", unmark(row.old_fails), ""),
         ("proposed fails", unmark(row.new_fails), ""),
         ("written at", where, ""),
+        *_history(g),
     ):
         cells.add_row(Text(label), text(value, style))
     parts: list[RenderableType] = [

@@ -37,6 +37,7 @@ from bot.features.drift.place import Acted, Place
 from bot.features.drift.read import BranchCache, BranchFiles, read_branch
 from bot.features.review.pull import HistoryRouter, repo_history
 from bot.features.review.recheck import review_and_track
+from bot.features.review.report import ReportOptions
 
 log = logging.getLogger(__name__)
 
@@ -52,6 +53,7 @@ class WatchOptions:
     lease_seconds: float = 120.0  # how long a worker holds a file's record
     min_rate_remaining: int = 200  # GitHub requests an installation keeps for webhooks
     owner: str = field(default_factory=lambda: f"{socket.gethostname()}:{os.getpid()}")
+    reports: ReportOptions | None = None  # the interactive reports of the PRs it reviews
 
     @classmethod
     def of(cls, settings: Settings) -> WatchOptions:
@@ -61,6 +63,7 @@ class WatchOptions:
             max_files=settings.drift_max_files,
             lease_seconds=settings.lease_seconds,
             min_rate_remaining=settings.drift_min_rate_remaining,
+            reports=ReportOptions.of(settings),
         )
 
 
@@ -202,7 +205,14 @@ def _review(
     options: WatchOptions,
 ) -> None:
     review_and_track(
-        gh, sessions, installation_id, repo, number, remote, max_bytes=options.max_bytes
+        gh,
+        sessions,
+        installation_id,
+        repo,
+        number,
+        remote,
+        max_bytes=options.max_bytes,
+        reports=options.reports,
     )
 
 

@@ -6,19 +6,21 @@ was retargeted to another base branch (its config, gates and diff are the new ba
 edit of the title or body changes nothing.  ``review_for_delivery`` is what
 every feature calls to review a PR again (*Re-run*, ``retry``, approvals, ``/rebaseline``);
 it also records PRs whose review reads remote history (W&B …) so that the periodic
-re-check (``bot.features.review.recheck``) can re-review them.
+re-check (``bot.features.review.recheck``) can re-review them, and keeps the PR's interactive
+report (``bot.features.review.report``).  ``closed`` forgets the PR and deletes its report.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from bot.adapters.store import tracked
+from bot.adapters.store import reports, tracked
 from bot.core.routing import Router
 from bot.features.context import HandlerContext
 from bot.features.payloads import PullRequestEvent
 from bot.features.review.pull import ReviewOutcome
 from bot.features.review.recheck import review_and_track
+from bot.features.review.report import ReportOptions
 
 REVIEW_ACTIONS = ("opened", "synchronize", "reopened", "ready_for_review")
 
@@ -43,10 +45,12 @@ def on_edited(ctx: HandlerContext, payload: dict[str, Any]) -> None:
 
 @router.register("pull_request", "closed")
 def on_closed(ctx: HandlerContext, payload: dict[str, Any]) -> None:
-    """Stop re-checking a closed PR."""
+    """Stop re-checking a closed PR, and stop serving its interactive report."""
     event = PullRequestEvent.model_validate(payload)
+    repo, number = event.repository.full_name, event.pull_request.number
     with ctx.sessions.begin() as session:
-        tracked.untrack(session, event.repository.full_name, event.pull_request.number)
+        tracked.untrack(session, repo, number)
+        reports.delete_pull(session, repo, number)
 
 
 def review_for_delivery(ctx: HandlerContext, repo: str, number: int) -> ReviewOutcome:
@@ -55,7 +59,14 @@ def review_for_delivery(ctx: HandlerContext, repo: str, number: int) -> ReviewOu
     installation = ctx.delivery.installation_id or 0
     limit = ctx.settings.max_threshold_file_bytes
     outcome = review_and_track(
-        gh, ctx.sessions, installation, repo, number, ctx.history, max_bytes=limit
+        gh,
+        ctx.sessions,
+        installation,
+        repo,
+        number,
+        ctx.history,
+        max_bytes=limit,
+        reports=ReportOptions.of(ctx.settings),
     )
     if outcome.review is not None:
         ctx.log.info("reviewed %s#%d: %s", repo, number, outcome.review.conclusion)

@@ -80,6 +80,7 @@ from bot.features.review.approval import (
     gate_values,
 )
 from bot.features.review.attribution import attribute
+from bot.features.review.report import ReportSink
 
 APPROVE = CheckAction(
     label="Approve thresholds",
@@ -391,6 +392,7 @@ def publish(
     found: PullThresholds,
     review: Review,
     approval: ApprovalLike | None = None,
+    reports: ReportSink | None = None,
 ) -> tuple[CommentRef, CheckRunRef]:
     """Post (or edit) the marked comment, then complete the check run on the head SHA.
 
@@ -400,7 +402,8 @@ def publish(
     A gate that could not be verified (no data, a history unreadable or refused) or whose
     source the PR changes can be approved: the maintainer vouches for it.  A threshold file
     the head leaves unreadable cannot (its gates are unknown): no Approve button, and a
-    stored approval does not apply.
+    stored approval does not apply.  With ``reports``, the PR's interactive report is
+    stored first and linked from the comment (``bot.features.review.report``).
     """
     pull = found.pull
     repo_url = pull.url.rsplit("/pull/", 1)[0]
@@ -408,7 +411,19 @@ def publish(
     conclusion, approved = apply_approval(
         review.conclusion, gate_values(found.files), approval if approvable else None
     )
-    body = render_comment(review, repo_url=repo_url, app_mode=True, approved=approved)
+    report_url = None
+    if reports is not None:
+        report_url = reports.publish(
+            repo, pull, found.config, review, repo_url=repo_url, approved=approved
+        )
+    body = render_comment(
+        review,
+        repo_url=repo_url,
+        app_mode=True,
+        approved=approved,
+        charts=found.config.charts != "off",
+        report_url=report_url,
+    )
     comment = gh.upsert_comment(repo, pull.number, body, MARKER)
     output = render_check(review, repo_url=repo_url, approved=approved)
     title = output.title
@@ -437,6 +452,7 @@ def review_pull(
     approvals: ApprovalLookup | None = None,
     max_bytes: int = DEFAULT_THRESHOLD_FILE_BYTES,
     drift_branch: str | None = None,
+    reports: ReportSink | None = None,
 ) -> ReviewOutcome:
     """Review PR ``number`` of ``repo`` end to end and publish the result.
 
@@ -444,7 +460,8 @@ def review_pull(
     (``bot.core.access.guarded``); ``max_bytes`` bounds every threshold file read.
     ``drift_branch``: the branch of the drift watch's rebaseline PR numbered ``number`` (from
     the App's store): when this PR is that one, its values are judged over ``drift.window``
-    of the base's config, the window they were computed over.
+    of the base's config, the window they were computed over.  ``reports``: where the App
+    keeps the interactive reports it serves (None: no report, no link).
     """
     pull = gh.pull(repo, number)
     if pull.state != "open":
@@ -460,7 +477,7 @@ def review_pull(
     analysis = analyse(found, history)
     review = attribute(gh, repo, analysis.review, ref=pull.head_sha)
     deadline.check("publishing the review")
-    comment, check = publish(gh, repo, found, review, approval)
+    comment, check = publish(gh, repo, found, review, approval, reports)
     return ReviewOutcome(
         status="reviewed",
         pull=pull,

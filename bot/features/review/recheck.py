@@ -28,6 +28,7 @@ from bot.core.access import SourcePolicy, guarded
 from bot.core.history.sources import HistoryError
 from bot.core.models import SourceSpec
 from bot.features.review.pull import RemoteHistory, ReviewOutcome, review_pull
+from bot.features.review.report import ReportOptions, ReportSink
 
 log = logging.getLogger(__name__)
 
@@ -56,10 +57,12 @@ def review_and_track(
     remote_history: RemoteHistory | None,
     *,
     max_bytes: int = DEFAULT_THRESHOLD_FILE_BYTES,
+    reports: ReportOptions | None = None,
 ) -> ReviewOutcome:
     """Review a PR, then track it if its review reads remote history (else untrack it).
 
-    ``remote_history`` must already be limited to what the installation may read.
+    ``remote_history`` must already be limited to what the installation may read;
+    ``reports``: where its interactive report goes (``bot.features.review.report``).
     Reviews of the same PR in this process run one at a time, so two deliveries close
     together (``opened`` and a quick push) cannot both create the comment.
     """
@@ -73,6 +76,7 @@ def review_and_track(
             approvals=approvals.lookup(sessions),
             max_bytes=max_bytes,
             drift_branch=item.branch if item is not None and item.pull == number else None,
+            reports=ReportSink(reports, sessions) if reports is not None else None,
         )
     remote = tuple(spec for spec in outcome.sources if spec.kind != "file")
     with sessions.begin() as session:
@@ -137,6 +141,7 @@ def recheck(
     sync: SyncSources,
     policy: SourcePolicy | None = None,
     max_bytes: int = DEFAULT_THRESHOLD_FILE_BYTES,
+    reports: ReportOptions | None = None,
 ) -> RecheckReport:
     """Sync the tracked PRs' sources and re-review the PRs whose sources changed.
 
@@ -171,6 +176,7 @@ def recheck(
                 pull.number,
                 history,
                 max_bytes=max_bytes,
+                reports=reports,
             )
         except (GitHubError, HistoryError) as exc:
             log.warning("re-check of %s failed: %s", name, exc)
@@ -202,6 +208,7 @@ def recheck_job(
 ) -> Callable[[], RecheckReport]:
     """The periodic job: ``recheck`` with the run cache of ``settings`` (built on first run)."""
     caches: list[CachedSource] = []
+    reports = ReportOptions.of(settings)
 
     def sync(specs: Sequence[SourceSpec]) -> Mapping[str, SyncResult]:
         if not caches:
@@ -216,6 +223,7 @@ def recheck_job(
             sync,
             settings.source_policy(),
             settings.max_threshold_file_bytes,
+            reports,
         )
         if report.sources:
             log.info(

@@ -1,0 +1,168 @@
+"""The interactive reports the App serves, one current report per pull request.
+
+A report is reached at ``/reports/TOKEN``.  The token is ``HMAC-SHA256(key, nonce)``
+(43 URL-safe characters, 256 bits): ``key`` is the operator's (``Settings.report_key``, from
+the App's private key), ``nonce`` 32 random bytes drawn once per PR.  The table keeps the
+nonce and the SHA-256 of the token, never the token: a copy of the database without the
+key holds no link, and a request is looked up by the hash of what it sent (no comparison
+of secrets).  Since the App can recompute a PR's token, a new review replaces the HTML
+under the same token: the link in the edited comment stays the same.
+
+A report expires ``ttl_days`` after the review that stored it (each review renews it);
+closing the PR deletes it (``delete_pull``) and the hourly ``purge`` deletes the expired
+ones.  An expired report is never served, purged or not.  Timestamps are naive UTC.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import hmac
+import logging
+import secrets
+from collections.abc import Callable
+from datetime import UTC, datetime, timedelta
+from typing import Any, cast
+
+from sqlalchemy import (
+    CursorResult,
+    DateTime,
+    Integer,
+    String,
+    Text,
+    UniqueConstraint,
+    delete,
+    select,
+)
+from sqlalchemy.exc import IntegrityError
+from sqlalchemy.orm import Mapped, Session, mapped_column, sessionmaker
+
+from bot.adapters.store.db import Base
+
+log = logging.getLogger(__name__)
+
+MAX_HTML_BYTES = 5 * 1024 * 1024  # a larger report is not stored
+TOKEN_CHARS = 43  # 32 bytes, URL-safe base64 without padding
+
+Sessions = sessionmaker[Session]
+
+
+class ReportTooLarge(ValueError):
+    """The report's HTML is over ``MAX_HTML_BYTES``."""
+
+
+class ReportRow(Base):
+    """The current report of one PR (table ``reports``)."""
+
+    __tablename__ = "reports"
+    __table_args__ = (UniqueConstraint("repo", "number"),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    token_hash: Mapped[str] = mapped_column(String(64), unique=True)  # SHA-256 hex of the token
+    nonce: Mapped[str] = mapped_column(String(64))  # hex; the token is HMAC(key, nonce)
+    repo: Mapped[str] = mapped_column(String(200))
+    number: Mapped[int] = mapped_column(Integer)
+    head_sha: Mapped[str] = mapped_column(String(64))
+    html: Mapped[str] = mapped_column(Text)
+    created_at: Mapped[datetime] = mapped_column(DateTime)  # of the review that stored it
+    expires_at: Mapped[datetime] = mapped_column(DateTime, index=True)
+
+
+def _now() -> datetime:
+    return datetime.now(UTC).replace(tzinfo=None)
+
+
+def _naive(at: datetime | None) -> datetime:
+    if at is None:
+        return _now()
+    return at.astimezone(UTC).replace(tzinfo=None) if at.tzinfo else at
+
+
+def token_of(key: bytes, nonce: str) -> str:
+    """The token of a report: ``HMAC-SHA256(key, nonce)``, URL-safe base64 without padding."""
+    digest = hmac.new(key, bytes.fromhex(nonce), hashlib.sha256).digest()
+    return base64.urlsafe_b64encode(digest).rstrip(b"=").decode()
+
+
+def token_hash(token: str) -> str:
+    """What the table keeps of a token: its SHA-256, hex."""
+    return hashlib.sha256(token.encode()).hexdigest()
+
+
+def save(
+    sessions: Sessions,
+    *,
+    key: bytes,
+    repo: str,
+    number: int,
+    head_sha: str,
+    html: str,
+    ttl_days: float,
+    at: datetime | None = None,
+) -> str:
+    """Store ``html`` as the current report of PR ``number``; return its token.
+
+    The PR's token is kept across reviews (the nonce is drawn once); a ``key`` other than
+    the one the token was made with (the App's key rotated) gives a new token.  Raises
+    ``ReportTooLarge`` over ``MAX_HTML_BYTES``.
+    """
+    if len(html.encode()) > MAX_HTML_BYTES:
+        raise ReportTooLarge(f"the report is over {MAX_HTML_BYTES // (1024 * 1024)} MB")
+    now = _naive(at)
+    values = {
+        "head_sha": head_sha,
+        "html": html,
+        "created_at": now,
+        "expires_at": now + timedelta(days=ttl_days),
+    }
+    try:
+        return _save(sessions, key, repo, number, values)
+    except IntegrityError:  # another process inserted the PR's row first: it is there now
+        return _save(sessions, key, repo, number, values)
+
+
+def _save(sessions: Sessions, key: bytes, repo: str, number: int, values: dict[str, Any]) -> str:
+    with sessions.begin() as session:
+        row = session.scalars(
+            select(ReportRow).where(ReportRow.repo == repo, ReportRow.number == number)
+        ).first()
+        if row is None:
+            row = ReportRow(repo=repo, number=number, nonce=secrets.token_hex(32))
+            session.add(row)
+        token = token_of(key, row.nonce)
+        row.token_hash = token_hash(token)
+        for name, value in values.items():
+            setattr(row, name, value)
+    return token
+
+
+def find(sessions: Sessions, token: str, *, at: datetime | None = None) -> str | None:
+    """The HTML of the report ``token`` names, unless unknown or expired."""
+    query = select(ReportRow.html).where(
+        ReportRow.token_hash == token_hash(token), ReportRow.expires_at > _naive(at)
+    )
+    with sessions() as session:
+        return session.scalars(query).first()
+
+
+def delete_pull(session: Session, repo: str, number: int) -> int:
+    """Delete the reports of PR ``number`` (closed); how many (the caller commits)."""
+    query = delete(ReportRow).where(ReportRow.repo == repo, ReportRow.number == number)
+    return int(cast(CursorResult[Any], session.execute(query)).rowcount)
+
+
+def purge(sessions: Sessions, *, at: datetime | None = None) -> int:
+    """Delete the expired reports; how many."""
+    with sessions.begin() as session:
+        done = session.execute(delete(ReportRow).where(ReportRow.expires_at <= _naive(at)))
+        return int(cast(CursorResult[Any], done).rowcount)
+
+
+def purge_job(sessions: Sessions) -> Callable[[], None]:
+    """The periodic job that runs ``purge`` and logs what it removed."""
+
+    def run() -> None:
+        if deleted := purge(sessions):
+            log.info("expired reports deleted: %d", deleted)
+
+    return run
