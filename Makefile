@@ -43,10 +43,14 @@ $(NODE_MODULES)/.installed: tests/browser/package-lock.json
 
 browser: $(NODE_MODULES)/.installed
 	@if [ ! -x $(CHROMIUM) ]; then \
-	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+	  sudo=""; \
+	  if [ "$$(id -u)" != 0 ]; then \
+	    if command -v sudo >/dev/null && sudo -n true 2>/dev/null; then sudo="sudo -n"; else sudo=no; fi; \
+	  fi; \
+	  if [ "$$sudo" != no ] && command -v apt-get >/dev/null; then \
 	    echo "Installing Debian's chromium for the browser tests"; \
-	    { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
-	      --no-install-recommends chromium fonts-liberation fonts-noto-color-emoji >/dev/null; } \
+	    { $$sudo apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$sudo apt-get install -y -qq \
+	      chromium fonts-liberation fonts-noto-color-emoji >/dev/null; } \
 	    || echo "apt-get could not install chromium: the browser tests will skip"; \
 	  else echo "no $(CHROMIUM) (apt-get install chromium as root): the browser tests will skip"; fi; \
 	fi
