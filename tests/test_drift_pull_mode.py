@@ -123,6 +123,25 @@ def test_pull_request_mode_opens_updates_and_closes_the_rebaseline_pr(world: Wor
     assert len(repo.pulls) == 1
 
 
+def test_a_rebaseline_pr_a_maintainer_closed_is_not_opened_again(world: World) -> None:
+    runs = drifted()
+    repo = world.repo("octo/closedpr", runs, drift=MODE)
+    assert actions(world.round()) == [(SCRIPT, "opened")]
+    (pr,) = repo.pulls.values()
+    repo.close_pr(pr.number)  # closed by hand; its webhook never reaches the App
+
+    runs.add({ACC: 0.40, LOSS: 1.00}, 3)  # lower still: the item would be rewritten
+    world.night(repo, runs)
+    assert actions(world.round()) == [(SCRIPT, "dismissed")]
+    runs.add({ACC: 0.40, LOSS: 1.00})
+    world.night(repo, runs)
+    assert actions(world.round()) == [(SCRIPT, "unchanged")]
+
+    assert list(repo.pulls) == [pr.number] and pr.state == "closed"
+    item = records.get(world.sessions, repo.full_name, SCRIPT)
+    assert item is not None and item.state == "idle" and item.dismissed
+
+
 # ----- kill -9 ----------------------------------------------------------------------------------
 
 LEASE = 2.0

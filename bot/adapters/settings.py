@@ -20,6 +20,7 @@ line naming every variable at fault, so ``serve`` can stop with a clear reason.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import hmac
 from pathlib import Path
@@ -143,12 +144,7 @@ class Settings(BaseSettings):
         the same across restarts and a copy of the database alone holds none.  None without
         a key."""
         pem = self.private_key_pem()
-        if pem is None:
-            return None
-        der = load_pem_private_key(pem.encode(), password=None).private_bytes(
-            Encoding.DER, PrivateFormat.PKCS8, NoEncryption()
-        )
-        return hmac.new(b"threshold-bot report links", der, hashlib.sha256).digest()
+        return None if pem is None else _report_key(pem)
 
     def private_key_pem(self) -> str | None:
         """The App's PEM key, from ``PRIVATE_KEY`` (``\\n`` escapes allowed) or the file."""
@@ -249,3 +245,12 @@ def _private_key_problems(settings: Settings) -> list[str]:
     except (ValueError, TypeError):
         return [f"{name}: not a PEM private key"]
     return []
+
+
+@functools.lru_cache(maxsize=4)
+def _report_key(pem: str) -> bytes:
+    """``Settings.report_key`` of a PEM key, parsed once per key, not once per review."""
+    der = load_pem_private_key(pem.encode(), password=None).private_bytes(
+        Encoding.DER, PrivateFormat.PKCS8, NoEncryption()
+    )
+    return hmac.new(b"threshold-bot report links", der, hashlib.sha256).digest()

@@ -99,6 +99,14 @@ class DriftItem:
             closed_at=None,
         )
 
+    def pull_closed(self) -> DriftItem:
+        """This item after a maintainer closed its PR unmerged: an issue stays open, its PR
+        forgotten (another ``/rebaseline`` may follow); without an issue the drift is
+        dismissed."""
+        if self.issue is None:
+            return self.closed(by_maintainer=True)
+        return replace(self, pull=None, values={}, fingerprint="")
+
     def closed(self, *, by_maintainer: bool = False) -> DriftItem:
         """This item after its issue / PR was closed: idle, numbers kept for the record; one
         a maintainer closed leaves its drift dismissed."""

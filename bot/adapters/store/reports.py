@@ -38,6 +38,7 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Mapped, Session, mapped_column, sessionmaker
 
 from bot.adapters.store.db import Base
+from bot.adapters.store.deliveries import now_utc
 
 log = logging.getLogger(__name__)
 
@@ -68,13 +69,9 @@ class ReportRow(Base):
     expires_at: Mapped[datetime] = mapped_column(DateTime, index=True)
 
 
-def _now() -> datetime:
-    return datetime.now(UTC).replace(tzinfo=None)
-
-
 def _naive(at: datetime | None) -> datetime:
     if at is None:
-        return _now()
+        return now_utc()
     return at.astimezone(UTC).replace(tzinfo=None) if at.tzinfo else at
 
 

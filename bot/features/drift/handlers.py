@@ -12,7 +12,6 @@
 
 from __future__ import annotations
 
-from dataclasses import replace
 from typing import Any
 
 from bot.adapters.github.api import RepoInfo
@@ -109,13 +108,9 @@ def on_pull_closed(ctx: HandlerContext, payload: dict[str, Any]) -> None:
             place = _place(ctx, repo, options)
             close(place, claimed, "merged", pull=number)
             ctx.log.info("drift watch: %s#%d merged: %s closed", repo, number, item.file)
-        elif claimed.issue is not None:  # the issue stays open; another /rebaseline may follow
-            forgotten = replace(claimed, pull=None, values={}, fingerprint="")
-            records.save(ctx.sessions, forgotten, options.owner)
-            ctx.log.info("drift watch: %s#%d closed unmerged: its issue stays", repo, number)
         else:
-            records.save(ctx.sessions, claimed.closed(by_maintainer=True), options.owner)
-            ctx.log.info("drift watch: %s#%d closed unmerged: drift dismissed", repo, number)
+            records.save(ctx.sessions, claimed.pull_closed(), options.owner)
+            ctx.log.info("drift watch: %s#%d closed unmerged: %s", repo, number, item.file)
     finally:
         records.release(ctx.sessions, repo, item.file, options.owner)
 

@@ -83,17 +83,20 @@ def write_pull(
         return Acted(drift.file, "unchanged", item.pull, detail=changes)
     branch = branch_name(drift.file)
     body = item_body(drift.report, mode="pull_request", repo_url=None, pull=None)
+    if item.pull is not None:  # its body first: a PR a maintainer closed is not reopened
+        ref = gh.update_issue(repo, item.pull, body=body)
+        if ref.state == "closed":
+            item = item.pull_closed()
+            if command is None or item.state != "open":
+                records.save(place.sessions, item, place.owner)
+                return Acted(drift.file, "dismissed", ref.number)
     if item.values != values or item.branch != branch or item.pull is None:
         gh.create_branch(repo, branch, place.sha, force=True)
         message = commit_message([plan], review.rule, None)
         gh.commit_file(repo, branch, drift.file, plan.text, message)
-    pull = gh.open_pull(
+    pull = gh.open_pull(  # a new PR gets ``body``; an open one was updated above
         repo, head=branch, base=place.branch, title=pull_title(drift.file), body=body
     )
-    ref = gh.update_issue(repo, pull.number, body=body)
-    if ref.state == "closed":  # a maintainer closed it meanwhile: this drift is dismissed
-        records.save(place.sessions, item.closed(by_maintainer=True), place.owner)
-        return Acted(drift.file, "dismissed", pull.number)
     fresh = item.state != "open"
     opened = item.opened(mode="pull_request", issue=item.issue, pull=pull.number) if fresh else item
     saved = replace(

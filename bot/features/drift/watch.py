@@ -100,24 +100,33 @@ class _FileHistories:
 
     def source(self, gh: GitHubAPI, repo: str, sha: str) -> HistorySource:
         """A source reading ``repo``'s history files at ``sha`` through this cache."""
-        files = repo_history(gh, repo, sha)
-        cache = self
+        return _CachedFiles(self, repo_history(gh, repo, sha), repo, sha)
 
-        class Cached:
-            def fetch(self, spec: SourceSpec) -> History:
-                key = (repo, sha, spec.model_dump_json())
-                with cache._lock:
-                    found = cache._items.get(key)
-                if found is not None:
-                    return found
-                history = files.fetch(spec)
-                with cache._lock:
-                    cache._items[key] = history
-                    while len(cache._items) > cache._size:
-                        cache._items.popitem(last=False)
-                return history
+    def fetch(self, files: HistorySource, key: tuple[str, str, str], spec: SourceSpec) -> History:
+        """The history kept under ``key``, else read from ``files`` and kept."""
+        with self._lock:
+            found = self._items.get(key)
+        if found is not None:
+            return found
+        history = files.fetch(spec)
+        with self._lock:
+            self._items[key] = history
+            while len(self._items) > self._size:
+                self._items.popitem(last=False)
+        return history
 
-        return Cached()
+
+@dataclass(frozen=True)
+class _CachedFiles:
+    """One repository's history files at one SHA, read through ``_FileHistories``."""
+
+    cache: _FileHistories
+    files: HistorySource
+    repo: str
+    sha: str
+
+    def fetch(self, spec: SourceSpec) -> History:
+        return self.cache.fetch(self.files, (self.repo, self.sha, spec.model_dump_json()), spec)
 
 
 BRANCHES = BranchCache()
