@@ -1,5 +1,6 @@
 # threshold-bot: the GitHub App server (`threshold-bot serve`), embedded queue and SQLite
-# store under /data.  Build: docker build -t threshold-bot .
+# store under /data by default; PostgreSQL (DATABASE_URL=postgresql+psycopg://...) and
+# Redis (REDIS_URL) across hosts: deploy/compose.yaml.  Build: docker build -t threshold-bot .
 # Run:   docker run -p 3000:3000 -v tb-data:/data -e APP_ID=... -e WEBHOOK_SECRET=... \
 #          -e PRIVATE_KEY_PATH=/run/secrets/app.pem ... threshold-bot
 # The base image is pinned to an exact Python patch release and Debian release; to pin its
@@ -21,7 +22,8 @@ WORKDIR /app
 COPY pyproject.toml README.md constraints.txt ./
 RUN python -c "import tomllib; p = tomllib.load(open('pyproject.toml', 'rb'))['project']; \
 extra = p['optional-dependencies']; \
-print('\n'.join(p['dependencies'] + extra['redis'] + extra['mlflow']))" > /tmp/requirements.txt \
+print('\n'.join(p['dependencies'] + extra['redis'] + extra['postgres'] + extra['mlflow']))" \
+        > /tmp/requirements.txt \
     && pip install --no-cache-dir -c constraints.txt -r /tmp/requirements.txt setuptools wheel
 # Then the code; the wheel ships the comment templates inside the package.
 COPY bot ./bot

@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test lint layers typecheck pytest browser bench clean schema
+.PHONY: demo test lint layers typecheck pytest browser services bench clean schema
 
 $(STAMP): pyproject.toml
 	$(PY) -m venv $(VENV)
@@ -25,7 +25,7 @@ layers: $(STAMP)
 typecheck: $(STAMP)
 	$(BIN)/mypy
 
-pytest: $(STAMP) browser
+pytest: $(STAMP) browser services
 	$(BIN)/pytest -q
 
 # What the browser tests (tests/test_browser_*.py) need besides the dev extra: Mermaid from
@@ -55,13 +55,36 @@ browser: $(NODE_MODULES)/.installed
 	  else echo "no $(CHROMIUM) (apt-get install chromium as root): the browser tests will skip"; fi; \
 	fi
 
+# What the store, queue and scale tests need besides the dev extra: PostgreSQL's server
+# programs (initdb, pg_ctl) and redis-server, from Debian when apt-get is usable.  The tests
+# start throwaway servers themselves (tests/services.py); without the programs they skip
+# with the reason (CI sets THRESHOLD_BOT_SERVICE_TESTS=required, and a skip fails there).
+services:
+	@missing=""; \
+	if ! command -v initdb >/dev/null && ! ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1; then \
+	  missing="$$missing postgresql"; fi; \
+	if ! command -v redis-server >/dev/null; then missing="$$missing redis-server"; fi; \
+	if [ -n "$$missing" ]; then \
+	  sudo=""; \
+	  if [ "$$(id -u)" != 0 ]; then \
+	    if command -v sudo >/dev/null && sudo -n true 2>/dev/null; then sudo="sudo -n"; else sudo=no; fi; \
+	  fi; \
+	  if [ "$$sudo" != no ] && command -v apt-get >/dev/null; then \
+	    echo "Installing Debian's$$missing for the service tests"; \
+	    { DEBIAN_FRONTEND=noninteractive $$sudo apt-get install -y -qq $$missing >/dev/null \
+	      || { $$sudo apt-get update -qq && DEBIAN_FRONTEND=noninteractive \
+	           $$sudo apt-get install -y -qq $$missing >/dev/null; }; } \
+	    || echo "apt-get could not install$$missing: those tests will skip"; \
+	  else echo "missing$$missing (apt-get install as root): the service tests will skip"; fi; \
+	fi
+
 test: lint layers typecheck pytest
 
 # The config's JSON Schema for editors (tests/test_config_schema.py fails when it is stale).
 schema: $(STAMP)
 	$(BIN)/threshold-bot check-config --schema > schema/threshold-bot.schema.json
 
-bench: $(STAMP)
+bench: $(STAMP) services
 	$(BIN)/pip install -q -e '.[dev,redis,bench]'
 	for f in bench/bench_*.py bench/regimes/bench_*.py; do $(BIN)/python $$f || exit 1; done
 
@@ -74,7 +97,7 @@ clean:
 constraints:
 	rm -rf .venv-constraints && $(PY) -m venv .venv-constraints
 	.venv-constraints/bin/pip install -q --upgrade pip setuptools wheel
-	.venv-constraints/bin/pip install -q '.[redis,mlflow]'
+	.venv-constraints/bin/pip install -q '.[redis,postgres,mlflow]'
 	{ echo '# Exact versions of the App image (Dockerfile). Regenerate: make constraints'; \
 	  .venv-constraints/bin/pip freeze --all --exclude-editable --exclude pip \
 	    --exclude threshold-bot; } > constraints.txt

@@ -29,6 +29,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from bot.adapters.locks import DEFAULT_TTL  # noqa: E402
+from bot.adapters.locks.rows import RowLocks  # noqa: E402
 from bot.adapters.store.db import init_db, make_engine  # noqa: E402
 from bot.features.drift.watch import WatchOptions, WatchReport, watch_round  # noqa: E402
 from tests.fakes.github_api import FakeGitHub  # noqa: E402
@@ -119,9 +121,11 @@ def main() -> int:
                     ".github/threshold-bot.yml": CONFIG,
                 },
             )
-        sessions = init_db(make_engine(f"sqlite:///{Path(tmp) / 'bot.db'}"))
+        engine = make_engine(f"sqlite:///{Path(tmp) / 'bot.db'}")
+        sessions = init_db(engine)
         app = fake.github_app()
-        options = WatchOptions(max_bytes=1_000_000, owner="bench")
+        locks = RowLocks(engine, "bench", DEFAULT_TTL)
+        options = WatchOptions(max_bytes=1_000_000, locks=locks, owner="bench")
 
         def run() -> WatchReport:
             return watch_round(

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-pytest_plugins = ["tests.fakes.pytest_plugin", "tests.browser_harness"]
+pytest_plugins = ["tests.fakes.pytest_plugin", "tests.browser_harness", "tests.services"]
 # threshold files written as test modules (tests/fixtures/gates): data, not tests
 collect_ignore_glob = ["fixtures/*"]
 

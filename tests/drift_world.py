@@ -192,13 +192,14 @@ class World:
         return found
 
     def watch(self) -> WatchReport:
-        """One round of the periodic drift watch, as the queue runs it every 15 minutes
-        (again while a periodic round of the queue holds a file's lease)."""
+        """One round of the periodic drift watch, as the scheduler runs it every
+        RECHECK_SECONDS (again while a periodic round holds a file's lease)."""
         job = drift_job(
             self.settings,
             self.runtime.sessions,
             self.runtime.worker.github,
             self.runtime.worker.history,
+            self.runtime.locks,
         )
         deadline = time.monotonic() + 30
         report = job()

@@ -13,6 +13,7 @@ import httpx
 import numpy as np
 import pytest
 
+from bot.adapters.locks import make_locks
 from bot.adapters.store import deliveries
 from bot.adapters.store.db import init_db, make_engine
 from bot.adapters.store.deliveries import NewDelivery
@@ -83,12 +84,14 @@ def test_each_command_of_a_comment_gets_its_own_reply(tmp_path: Path) -> None:
     gh.commit({"README.md": "# ml\n"})
     gh.open_pull(7, {"ci/nightly.sh": "EVAL_ACC_MIN_VALUE=0.5\n"})
     settings = make_settings(tmp_path)
+    engine = make_engine(settings.database_url)
     ctx = HandlerContext(
         settings=settings,
-        sessions=init_db(make_engine(settings.database_url)),
+        sessions=init_db(engine),
         delivery=DeliveryInfo(id="d1", event="issue_comment", action="created", installation_id=3),
         github=lambda installation: gh,
         history=lambda spec: pytest.fail("no history is read"),
+        locks=make_locks(settings, engine, "tests"),
         log=logging.LoggerAdapter(logging.getLogger("test")),
     )
     payload = patched(

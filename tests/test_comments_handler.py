@@ -15,6 +15,7 @@ import pytest
 from bot.adapters.github.errors import (
     GitHubTransientError,
 )
+from bot.adapters.locks import make_locks
 from bot.adapters.store import approvals, audit
 from bot.adapters.store.db import init_db, make_engine
 from bot.app.routes import app_router
@@ -56,12 +57,14 @@ def context(
     tmp_path: Path, gh: RecordingGitHub, event: str, delivery: str = "d1"
 ) -> HandlerContext:
     settings = make_settings(tmp_path)
+    engine = make_engine(settings.database_url)
     return HandlerContext(
         settings=settings,
-        sessions=init_db(make_engine(settings.database_url)),
+        sessions=init_db(engine),
         delivery=DeliveryInfo(id=delivery, event=event, action=None, installation_id=3),
         github=lambda installation: gh,
         history=lambda spec: Steady(),
+        locks=make_locks(settings, engine, "tests"),
         log=logging.LoggerAdapter(logging.getLogger("test")),
     )
 

@@ -1,7 +1,9 @@
-"""Crash safety: ``kill -9`` a real server mid-work, restart it, nothing is lost or doubled.
+"""Crash safety: ``kill -9`` a real server or worker mid-work, nothing is lost or doubled.
 
-The server runs as ``python -m bot.cli.serve serve --port 0`` with the slow test handler
-of ``tests/crash_handler.py`` loaded through ``EXTRA_HANDLERS``.
+The server runs as ``python -m bot.cli.serve serve --port 0`` (the workers as
+``... worker``) with the slow test handler of ``tests/crash_handler.py`` loaded through
+``EXTRA_HANDLERS``.  Every case runs on the embedded SQLite store and queue, and on
+PostgreSQL + Redis (``backends``, ``tests/services.py``): the jobs then go through Redis.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ import pytest
 from bot.adapters.store import deliveries
 from bot.adapters.store.db import init_db, make_engine
 from bot.adapters.store.deliveries import NewDelivery
+from tests.cluster import Cluster, done_lines, running_by_pid
 from tests.conftest import ROOT
 from tests.crash_handler import EVENT
 from tests.live import SECRET, ServerProcess, make_pem, wait_until
@@ -31,7 +34,7 @@ WORKERS = 2
 
 
 @pytest.fixture
-def env(tmp_path: Path) -> Iterator[dict[str, str]]:
+def env(tmp_path: Path, backends: dict[str, str]) -> Iterator[dict[str, str]]:
     values = {
         k: v for k, v in os.environ.items() if k in ("PATH", "HOME", "LANG", "TMPDIR", "SYSTEMROOT")
     }
@@ -48,6 +51,7 @@ def env(tmp_path: Path) -> Iterator[dict[str, str]]:
             "LEASE_SECONDS": "2",
         }
     )
+    values.update({name.upper(): value for name, value in backends.items()})
     yield values
 
 
@@ -206,3 +210,65 @@ def test_worker_process_alone_finishes_stored_deliveries(
     assert code == 0, log.read_text()[-3000:]
     assert sorted(_effects(Path(env["CRASH_TEST_DB"]))[1]) == sorted(ids)
     assert "re-enqueued 3 unfinished deliveries" in log.read_text()
+
+
+def test_a_worker_killed_mid_job_is_taken_over_by_the_other_workers(
+    tmp_path: Path, env: dict[str, str]
+) -> None:
+    """``serve --no-workers`` and three ``worker`` processes on one queue (Redis, or the
+    embedded file): a worker killed with ``kill -9`` while it runs deliveries; the others
+    take them over (its lease is ``LEASE_SECONDS``; a holder known dead on this host goes
+    sooner), each delivery finishes once, none is lost."""
+    effects = Path(env["CRASH_TEST_DB"])
+    sessions = init_db(make_engine(env["DATABASE_URL"]))
+    with Cluster({**env, "CRASH_TEST_SECONDS": "1"}, tmp_path) as cluster:
+        server = cluster.serve()
+        workers = [cluster.worker() for _ in range(3)]
+        ids = []
+        with httpx.Client(base_url=server.url or "", timeout=30) as client:
+            for _ in range(N):
+                body, headers = signed(EVENT, fixture("push"), SECRET)
+                response = client.post("/webhook", content=body, headers=headers)
+                assert response.status_code == 202, response.text
+                ids.append(headers["X-GitHub-Delivery"])
+
+        def victim_busy() -> bool:
+            return any(w.pid in running_by_pid(sessions) for w in workers)
+
+        wait_until(victim_busy, timeout=60, what="a worker to run deliveries")
+        victim = next(w for w in workers if w.pid in running_by_pid(sessions))
+        # frozen first: what it holds cannot change until the kill
+        interrupted = cluster.kill(victim, lambda w: running_by_pid(sessions).get(w.pid, set()))
+        assert interrupted, "the kill must catch the worker mid-job"
+        killed = time.monotonic()
+
+        def all_done() -> bool:
+            return all(
+                (d := deliveries.get(sessions, i)) is not None and d.status == "done" for i in ids
+            )
+
+        wait_until(all_done, timeout=120, what="every delivery to be done")
+        took = time.monotonic() - killed
+        codes = cluster.stop()
+
+    assert all(code in (0, -signal.SIGTERM) for code in codes.values()), codes  # uvicorn: -TERM
+    started, completed = _effects(effects)
+    assert sorted(completed) == sorted(ids)  # each completed, recorded once
+    runs: dict[str, int] = {}
+    for delivery_id, _ in started:
+        runs[delivery_id] = runs.get(delivery_id, 0) + 1
+    finished_by = done_lines(workers)
+    assert sorted(d for d, _ in finished_by) == sorted(ids)  # one "done" line each
+    assert set(finished_by.values()) == {1}
+    for delivery_id in ids:
+        stored = deliveries.get(sessions, delivery_id)
+        assert stored is not None and stored.status == "done"
+        assert runs[delivery_id] == stored.attempts, delivery_id
+        assert stored.attempts == (2 if delivery_id in interrupted else 1), delivery_id
+        assert completed[delivery_id] == stored.attempts
+        if delivery_id in interrupted:  # finished by another worker
+            assert (delivery_id, victim.name) not in finished_by
+    lease = float(env["LEASE_SECONDS"])
+    assert took < lease + 30, took  # taken over within the lease and a sweep, plus the work
+    logs = "".join(w.log.read_text() for w in workers if w is not victim)
+    assert "taking over the deliveries of dead workers" in logs

@@ -97,7 +97,8 @@ def constraints() -> dict[str, str]:
 def test_constraints_pin_every_dependency_of_the_image_exactly() -> None:
     project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
     extras = project["optional-dependencies"]
-    wanted = [*project["dependencies"], *extras["redis"], *extras["mlflow"], "setuptools", "wheel"]
+    image_extras = [*extras["redis"], *extras["postgres"], *extras["mlflow"]]
+    wanted = [*project["dependencies"], *image_extras, "setuptools", "wheel"]
     pins = constraints()
     names = {_canonical(m[0]) for req in wanted if (m := _NAME.match(req))}
     assert len(names) == len(wanted) and names <= pins.keys(), sorted(names - pins.keys())
@@ -130,3 +131,11 @@ def test_the_pin_checks_themselves_spot_loose_pins() -> None:
     assert _EXACT_BASE.match("python:3.11.14-slim-bookworm@sha256:" + "0" * 64)
     for loose in ("python:3.11-slim", "python:3-slim", "python:3.11.14-slim-bookworm@sha256:x"):
         assert not _EXACT_BASE.match(loose), loose
+
+
+def test_the_image_has_the_drivers_of_deploy_compose() -> None:
+    # deploy/compose.yaml runs the image on PostgreSQL (psycopg) and Redis
+    (install,) = [line for line in dockerfile_lines() if "> /tmp/requirements.txt" in line]
+    assert "extra['postgres']" in install and "extra['redis']" in install
+    pins = constraints()
+    assert {"psycopg", "psycopg-binary", "redis", "alembic"} <= pins.keys()

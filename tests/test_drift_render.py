@@ -112,6 +112,14 @@ def test_branch_names_keep_plain_paths_and_tell_paths_apart() -> None:
     assert len({branch_name(p) for p in paths}) == len(set(paths))
 
 
+def test_branch_names_of_deep_paths_stay_short_and_distinct() -> None:
+    deep = ["/".join(["component"] * 40) + f"/gate_{i}.sh" for i in range(2)]
+    names = [branch_name(p) for p in deep]
+    assert all(len(n) <= 250 and _valid_ref(n) for n in names)
+    assert names[0] != names[1]
+    assert branch_name("/".join(["component"] * 20) + "/x.sh").count("/") > 3  # short: kept
+
+
 @pytest.mark.parametrize("make", [issue_title, pull_title])
 def test_titles_name_the_file_within_githubs_limit(make: object) -> None:
     assert callable(make)

@@ -1,11 +1,11 @@
-"""The drift watch's record (``bot.adapters.store.drift``) on real SQLite: claims and leases,
-saves by the holder only, lookups, and which installations a round visits."""
+"""The drift watch's record (``bot.adapters.store.drift``) on SQLite and PostgreSQL: claims
+and leases, saves by the holder only, lookups, and which installations a round visits."""
 
 from __future__ import annotations
 
 import threading
 import time
-from pathlib import Path
+from collections.abc import Iterator
 
 import pytest
 
@@ -19,8 +19,10 @@ REPO, FILE = "octo/ml", "ci/nightly.sh"
 
 
 @pytest.fixture
-def sessions(tmp_path: Path) -> Sessions:
-    return init_db(make_engine(f"sqlite:///{tmp_path / 'bot.db'}"))
+def sessions(database_url: str) -> Iterator[Sessions]:
+    engine = make_engine(database_url)
+    yield init_db(engine)
+    engine.dispose()
 
 
 def _claim(sessions: Sessions, owner: str, seconds: float = 60.0, **kw: str) -> DriftItem | None:

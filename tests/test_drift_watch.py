@@ -26,6 +26,8 @@ from typer.testing import CliRunner
 from bot.adapters.github.api import GitHubFactory
 from bot.adapters.github.app import GitHubApp
 from bot.adapters.github.client import GitHubClient
+from bot.adapters.locks import DEFAULT_TTL, Locks
+from bot.adapters.locks.rows import RowLocks
 from bot.adapters.store import drift as records
 from bot.adapters.store.db import init_db, make_engine
 from bot.adapters.store.drift import Sessions
@@ -125,6 +127,7 @@ class World:
     fake: FakeGitHub
     app: GitHubApp
     sessions: Sessions
+    locks: Locks
 
     def repo(
         self,
@@ -156,7 +159,9 @@ class World:
         github: GitHubFactory | None = None,
     ) -> WatchReport:
         """One watch round as the periodic job runs it."""
-        options = WatchOptions(max_bytes=MAX_BYTES, owner=owner, min_rate_remaining=min_rate)
+        options = WatchOptions(
+            max_bytes=MAX_BYTES, locks=self.locks, owner=owner, min_rate_remaining=min_rate
+        )
         factory = github or self.app.installation
         return watch_round(
             self.sessions, factory, lambda _i, _o: None, options, installations=installations
@@ -169,8 +174,11 @@ def open_world(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Worl
     monkeypatch.setattr(watch, "BRANCHES", BranchCache())
     monkeypatch.setattr(watch, "HISTORIES", watch._FileHistories())
     with FakeGitHub() as fake:
-        sessions = init_db(make_engine(f"sqlite:///{tmp_path / 'bot.db'}"))
-        yield World(fake, fake.github_app(), sessions)
+        engine = make_engine(f"sqlite:///{tmp_path / 'bot.db'}")
+        sessions = init_db(engine)
+        locks = RowLocks(engine, "tests", DEFAULT_TTL)
+        yield World(fake, fake.github_app(), sessions, locks)
+        locks.close()
         fake.check()
 
 

@@ -1,4 +1,5 @@
-"""End to end: real uvicorn + worker threads + SQLite, the real PyGithub client, FakeGitHub.
+"""End to end: real uvicorn + worker threads + SQLite (or PostgreSQL + Redis), the real
+PyGithub client, FakeGitHub.
 
 GitHub's own webhook payloads (``tests/fixtures/github``) are patched to point at the fake
 repository, signed, and POSTed to ``/webhook``; the tests then read what the App did
@@ -118,8 +119,9 @@ def running_app(tmp_path: Path, **overrides: Any) -> Iterator[App]:
 
 
 @pytest.fixture
-def app(tmp_path: Path) -> Iterator[App]:
-    with running_app(tmp_path) as running:
+def app(tmp_path: Path, backends: dict[str, str]) -> Iterator[App]:
+    """The App on the embedded store and queue, and on PostgreSQL + Redis."""
+    with running_app(tmp_path, **backends) as running:
         yield running
 
 

@@ -38,7 +38,8 @@ MAINTAINER, READER, CONTRIBUTOR = "maya", "rita", "carl"
 
 
 @pytest.fixture(scope="module")
-def app(tmp_path_factory: pytest.TempPathFactory) -> Iterator[App]:
+def app(tmp_path_factory: pytest.TempPathFactory, module_backends: dict[str, str]) -> Iterator[App]:
+    """The App, on SQLite and on PostgreSQL + Redis."""
     tmp_path = tmp_path_factory.mktemp("e2e-rebaseline")
     with FakeGitHub() as fake:
         repo = arrange(fake)
@@ -50,6 +51,7 @@ def app(tmp_path_factory: pytest.TempPathFactory) -> Iterator[App]:
             private_key=fake.private_key,
             github_api_url=fake.base_url,
             bot_login=BOT,
+            **module_backends,
         )
         runtime = build(
             settings, github=client_factory(settings), history=lambda spec: NoRemoteHistory()

@@ -159,12 +159,13 @@ class World:
         )
 
     def recheck(self) -> RecheckReport:
-        """One run of the periodic re-check, as the queue would run it every 15 minutes."""
+        """One run of the periodic re-check, as the scheduler runs it every RECHECK_SECONDS."""
         job = recheck_job(
             self.settings,
             self.runtime.sessions,
             self.runtime.worker.github,
             self.runtime.worker.history,
+            self.runtime.locks,
         )
         return job()
 

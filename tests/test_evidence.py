@@ -16,6 +16,8 @@ import pytest
 from typer.testing import CliRunner, Result
 
 from bot.adapters.history.cache import SyncResult
+from bot.adapters.locks import DEFAULT_TTL
+from bot.adapters.locks.rows import RowLocks
 from bot.adapters.store import tracked
 from bot.adapters.store.db import init_db, make_engine
 from bot.cli.main import app
@@ -255,7 +257,9 @@ def test_app_changed_gate_on_a_metric_the_history_lacks_requires_action() -> Non
 
 
 def test_app_outage_of_a_changed_gate_is_retried_once_the_source_syncs(tmp_path: Path) -> None:
-    sessions = init_db(make_engine(f"sqlite:///{tmp_path / 'bot.db'}"))
+    engine = make_engine(f"sqlite:///{tmp_path / 'bot.db'}")
+    sessions = init_db(engine)
+    locks = RowLocks(engine, "tests", DEFAULT_TTL)
     gh = RecordingGitHub()
     on_wandb = 'check --project_name "ci" '  # the script names its W&B project
     gh.commit({SCRIPT: script().replace("check ", on_wandb)})
@@ -276,7 +280,7 @@ def test_app_outage_of_a_changed_gate_is_retried_once_the_source_syncs(tmp_path:
             )
             return History(runs=runs, source=spec.describe())
 
-    review_and_track(gh, sessions, 1, gh.repo, 6, lambda spec: Flaky())
+    review_and_track(gh, sessions, 1, gh.repo, 6, lambda spec: Flaky(), locks=locks)
     assert gh.check_for(pull.head_sha).conclusion == "action_required"
     with sessions() as session:
         (row,) = tracked.tracked(session)
@@ -284,6 +288,6 @@ def test_app_outage_of_a_changed_gate_is_retried_once_the_source_syncs(tmp_path:
 
     up = True
     quiet = {spec.key(): SyncResult(spec.describe()) for spec in row.sources}  # no new runs
-    report = recheck(sessions, lambda _id: gh, lambda spec: Flaky(), lambda specs: quiet)
+    report = recheck(sessions, lambda _id: gh, lambda spec: Flaky(), lambda specs: quiet, locks)
     assert report.reviewed == (f"{gh.repo}#6",)
     assert gh.check_for(pull.head_sha).conclusion == "success"

@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 
+from bot.adapters.locks import make_locks
 from bot.adapters.store import tracked
 from bot.adapters.store.db import init_db, make_engine
 from bot.app.routes import app_router
@@ -45,12 +46,14 @@ def gh() -> RecordingGitHub:
 @pytest.fixture
 def ctx(tmp_path: Path, gh: RecordingGitHub) -> HandlerContext:
     settings = make_settings(tmp_path)
+    engine = make_engine(settings.database_url)
     return HandlerContext(
         settings=settings,
-        sessions=init_db(make_engine(settings.database_url)),
+        sessions=init_db(engine),
         delivery=DeliveryInfo(id="d1", event="pull_request", action="opened", installation_id=3),
         github=lambda installation: gh,
         history=lambda spec: Steady(),
+        locks=make_locks(settings, engine, "tests"),
         log=logging.LoggerAdapter(logging.getLogger("test")),
     )
 

@@ -162,8 +162,8 @@ def _new(status: deliveries.Status = "queued", delivery_id: str | None = None) -
     )
 
 
-def test_record_many_matches_record_one_by_one(tmp_path: Path) -> None:
-    rt = build(make_settings(tmp_path))
+def test_record_many_matches_record_one_by_one(tmp_path: Path, database_url: str) -> None:
+    rt = build(make_settings(tmp_path, database_url=database_url))
     try:
         fresh = [_new(), _new(), _new("ignored")]
         got = deliveries.add_many(rt.sessions, fresh)

@@ -178,7 +178,12 @@ def test_healthz_writes_a_heartbeat(tmp_path: Path) -> None:
         before = datetime.now(UTC).replace(tzinfo=None, microsecond=0) - timedelta(seconds=1)
         health = live.client.get("/healthz")
         assert health.status_code == 200, health.text
-        assert health.json() == {"status": "ok", "workers": True}
+        assert health.json() == {
+            "status": "ok",
+            "store": {"engine": "sqlite", "ok": True},
+            "queue": {"kind": "embedded", "ok": True},
+            "workers": True,
+        }
         beat = _heartbeat(live.db)
         assert beat is not None and beat >= before
 

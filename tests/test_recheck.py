@@ -6,15 +6,18 @@ test extends between re-checks.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
+from sqlalchemy import Engine
 from sqlalchemy.orm import Session, sessionmaker
 
 from bot.adapters.history.cache import SyncResult
+from bot.adapters.locks import DEFAULT_TTL
+from bot.adapters.locks.rows import RowLocks
 from bot.adapters.store import tracked
 from bot.adapters.store.db import init_db, make_engine
 from bot.core.models import History, Run, SourceSpec
@@ -45,8 +48,20 @@ class GrowingSource:
 
 
 @pytest.fixture
-def sessions(tmp_path: Path) -> sessionmaker[Session]:
-    return init_db(make_engine(f"sqlite:///{tmp_path / 'bot.db'}"))
+def engine(tmp_path: Path) -> Engine:
+    return make_engine(f"sqlite:///{tmp_path / 'bot.db'}")
+
+
+@pytest.fixture
+def sessions(engine: Engine) -> sessionmaker[Session]:
+    return init_db(engine)
+
+
+@pytest.fixture
+def locks(engine: Engine, sessions: sessionmaker[Session]) -> Iterator[RowLocks]:
+    found = RowLocks(engine, "tests", DEFAULT_TTL)
+    yield found
+    found.close()
 
 
 @pytest.fixture
@@ -72,12 +87,12 @@ def synced(results: Mapping[str, int]) -> object:
 
 
 def test_reviewing_a_remote_source_pr_tracks_it(
-    gh: RecordingGitHub, sessions: sessionmaker[Session]
+    gh: RecordingGitHub, sessions: sessionmaker[Session], locks: RowLocks
 ) -> None:
     pull = gh.open_pull(7, {SCRIPT: script("0.50", project=PROJECT)})
     source = GrowingSource([0.55] * 25)
 
-    review_and_track(gh, sessions, 42, gh.repo, 7, lambda spec: source)
+    review_and_track(gh, sessions, 42, gh.repo, 7, lambda spec: source, locks=locks)
 
     with sessions() as session:
         (row,) = tracked.tracked(session)
@@ -91,13 +106,13 @@ def test_reviewing_a_remote_source_pr_tracks_it(
 
 
 def test_file_source_pr_is_not_tracked(
-    gh: RecordingGitHub, sessions: sessionmaker[Session]
+    gh: RecordingGitHub, sessions: sessionmaker[Session], locks: RowLocks
 ) -> None:
     gh.commit({SCRIPT: script("0.56"), CONFIG: FILE_SOURCE})
     gh.commit({HISTORY: history_jsonl([gh.commits[-1]] * 40, [0.55] * 40)})
     gh.open_pull(8, {SCRIPT: script("0.50")})
 
-    outcome = review_and_track(gh, sessions, 1, gh.repo, 8, None)
+    outcome = review_and_track(gh, sessions, 1, gh.repo, 8, None, locks=locks)
 
     assert outcome.status == "reviewed"
     with sessions() as session:
@@ -105,35 +120,37 @@ def test_file_source_pr_is_not_tracked(
 
 
 def test_recheck_re_reviews_only_prs_whose_source_got_new_runs(
-    gh: RecordingGitHub, sessions: sessionmaker[Session]
+    gh: RecordingGitHub, sessions: sessionmaker[Session], locks: RowLocks
 ) -> None:
     pull = gh.open_pull(7, {SCRIPT: script("0.53", project=PROJECT)})
     source = GrowingSource([0.55 + 0.001 * (i % 5) for i in range(25)])
     remote = lambda spec: source  # noqa: E731
-    review_and_track(gh, sessions, 1, gh.repo, 7, remote)
+    review_and_track(gh, sessions, 1, gh.repo, 7, remote, locks=locks)
     assert gh.check_for(pull.head_sha).conclusion != "action_required"
     writes_before = len(gh.writes())
 
     quiet = synced({})
-    report = recheck(sessions, lambda _id: gh, remote, quiet)  # type: ignore[arg-type]
+    report = recheck(sessions, lambda _id: gh, remote, quiet, locks)  # type: ignore[arg-type]
     assert quiet.calls == [[PROJECT]]  # type: ignore[attr-defined]
     assert report.reviewed == () and len(gh.writes()) == writes_before
 
     source.add([0.51] * 3)  # new runs fail 0.53
-    report = recheck(sessions, lambda _id: gh, remote, synced({PROJECT: 3}))  # type: ignore[arg-type]
+    report = recheck(sessions, lambda _id: gh, remote, synced({PROJECT: 3}), locks)  # type: ignore[arg-type]
 
     assert report.reviewed == (f"{gh.repo}#7",)
     assert gh.writes()[writes_before:] == ["upsert_comment", "upsert_check_run"]
     assert gh.check_for(pull.head_sha).conclusion == "action_required"
 
 
-def test_recheck_forgets_closed_prs(gh: RecordingGitHub, sessions: sessionmaker[Session]) -> None:
+def test_recheck_forgets_closed_prs(
+    gh: RecordingGitHub, sessions: sessionmaker[Session], locks: RowLocks
+) -> None:
     gh.open_pull(7, {SCRIPT: script("0.50", project=PROJECT)})
     source = GrowingSource([0.55] * 25)
-    review_and_track(gh, sessions, 1, gh.repo, 7, lambda spec: source)
+    review_and_track(gh, sessions, 1, gh.repo, 7, lambda spec: source, locks=locks)
     gh.pulls[7] = replace(gh.pulls[7], state="closed")
 
-    report = recheck(sessions, lambda _id: gh, lambda spec: source, synced({PROJECT: 1}))  # type: ignore[arg-type]
+    report = recheck(sessions, lambda _id: gh, lambda spec: source, synced({PROJECT: 1}), locks)  # type: ignore[arg-type]
 
     assert report.reviewed == (f"{gh.repo}#7",)
     with sessions() as session:

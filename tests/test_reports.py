@@ -148,9 +148,7 @@ def test_an_expired_report_is_404_then_purged(tmp_path: Path) -> None:
 
         assert (fetch(app, token).status_code, fetch(app, token).text) == (404, NOT_FOUND)
         assert len(rows(app)) == 1  # still stored: never served
-        hourly = app.runtime.queue.huey.read_periodic(datetime(2024, 1, 1, 0, 0))
-        (purge,) = [task for task in hourly if task.name == "purge"]
-        purge.execute()  # the hourly job of the running App
+        app.runtime.scheduler.jobs["purge"].run()  # the hourly job of the running App
         assert rows(app) == []
 
 
@@ -209,8 +207,8 @@ def test_a_report_over_the_size_bound_is_not_stored_and_the_log_says_so(
 
 
 @pytest.fixture
-def sessions(tmp_path: Path) -> Any:
-    engine = make_engine(f"sqlite:///{tmp_path / 'store.db'}")
+def sessions(database_url: str) -> Any:
+    engine = make_engine(database_url)
     yield init_db(engine)
     engine.dispose()
 

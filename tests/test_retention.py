@@ -23,8 +23,11 @@ HOUR = timedelta(hours=1)
 
 
 @pytest.fixture
-def runtime(tmp_path: Path) -> Iterator[Runtime]:
-    rt = build(make_settings(tmp_path, delivery_retention_days=RETENTION_DAYS))
+def runtime(tmp_path: Path, database_url: str) -> Iterator[Runtime]:
+    settings = make_settings(
+        tmp_path, database_url=database_url, delivery_retention_days=RETENTION_DAYS
+    )
+    rt = build(settings)
     yield rt
     rt.close()
 
@@ -56,11 +59,10 @@ def _store(rt: Runtime, status: deliveries.Status, age: timedelta) -> str:
 
 
 def _purge_job(rt: Runtime) -> None:
-    """Run the periodic job the runtime registered (huey's hourly ``purge``)."""
-    (task,) = [
-        t for t in rt.queue.huey.read_periodic(datetime(2024, 1, 1, 0, 0)) if t.name == "purge"
-    ]
-    task.execute()
+    """Run the periodic job the runtime registered (the scheduler's hourly ``purge``)."""
+    job = rt.scheduler.jobs["purge"]
+    assert job.period == 3600
+    job.run()
 
 
 def test_the_hourly_job_deletes_only_finished_deliveries_past_retention(runtime: Runtime) -> None:

@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 
+from bot.adapters.locks import make_locks
 from bot.adapters.store import installations
 from bot.adapters.store.db import init_db, make_engine
 from bot.app.routes import app_router
@@ -25,7 +26,8 @@ from tests.webhooks import event_of, fixture, fixture_names, patched
 
 def _context(tmp_path: Path, event: str, action: str | None) -> HandlerContext:
     settings = make_settings(tmp_path)
-    sessions = init_db(make_engine(settings.database_url))
+    engine = make_engine(settings.database_url)
+    sessions = init_db(engine)
 
     def no_github(installation_id: int) -> Any:
         raise AssertionError("bookkeeping must not call GitHub")
@@ -39,6 +41,7 @@ def _context(tmp_path: Path, event: str, action: str | None) -> HandlerContext:
         delivery=DeliveryInfo(id="d-1", event=event, action=action, installation_id=None),
         github=no_github,
         history=no_history,
+        locks=make_locks(settings, engine, "tests"),
         log=logging.LoggerAdapter(logging.getLogger("test"), {}),
     )
 

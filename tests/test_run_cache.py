@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from datetime import timedelta
-from pathlib import Path
 
 import pytest
 from sqlalchemy.orm import Session, sessionmaker
@@ -39,9 +38,11 @@ def url(fake: FakeWandb) -> Iterator[str]:
 
 
 @pytest.fixture()
-def sessions(tmp_path: Path) -> sessionmaker[Session]:
-    """A fresh SQLite store in a temp dir."""
-    return init_db(make_engine(f"sqlite:///{tmp_path / 'cache.db'}"))
+def sessions(database_url: str) -> Iterator[sessionmaker[Session]]:
+    """A fresh store: SQLite, then PostgreSQL."""
+    engine = make_engine(database_url)
+    yield init_db(engine)
+    engine.dispose()
 
 
 def cached(url: str, sessions: sessionmaker[Session]) -> CachedSource:

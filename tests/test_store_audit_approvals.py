@@ -1,7 +1,8 @@
+from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
-from pathlib import Path
 
 import pytest
+from sqlalchemy.orm import Session, sessionmaker
 
 from bot.adapters.store import approvals, audit
 from bot.adapters.store.db import init_db, make_engine
@@ -9,11 +10,13 @@ from bot.core.permissions import allows, effective_level
 
 
 @pytest.fixture
-def sessions(tmp_path: Path):  # type: ignore[no-untyped-def]
-    return init_db(make_engine(f"sqlite:///{tmp_path / 'state.db'}"))
+def sessions(database_url: str) -> Iterator[sessionmaker[Session]]:
+    engine = make_engine(database_url)
+    yield init_db(engine)
+    engine.dispose()
 
 
-def test_audit_entries_are_listed_newest_first_per_repo(sessions) -> None:  # type: ignore[no-untyped-def]
+def test_audit_entries_are_listed_newest_first_per_repo(sessions: sessionmaker[Session]) -> None:
     t0 = datetime(2026, 12, 1, tzinfo=UTC)
     with sessions() as s:
         audit.add(s, repo="o/r", actor="alice", action="rebaseline", outcome="done", at=t0)
@@ -35,8 +38,8 @@ def test_audit_entries_are_listed_newest_first_per_repo(sessions) -> None:  # ty
         assert rows[0].detail == {"required": "write"} and rows[0].pr_number == 7
 
 
-def test_approval_survives_a_new_engine_and_tracks_gate_values(tmp_path: Path) -> None:
-    url = f"sqlite:///{tmp_path / 'state.db'}"
+def test_approval_survives_a_new_engine_and_tracks_gate_values(database_url: str) -> None:
+    url = database_url
     key = "ci/n.sh:EVAL_MIN|eval/acc >=|-"  # as bot.features.review.approval.gate_key writes it
     values = {key: 0.5}
     with init_db(make_engine(url))() as s:

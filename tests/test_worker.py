@@ -38,8 +38,8 @@ def recorder() -> Recorder:
 
 
 @pytest.fixture
-def runtime(tmp_path: Path, recorder: Recorder) -> Iterator[Runtime]:
-    rt = build(make_settings(tmp_path), router=recorder.router)
+def runtime(tmp_path: Path, recorder: Recorder, database_url: str) -> Iterator[Runtime]:
+    rt = build(make_settings(tmp_path, database_url=database_url), router=recorder.router)
     yield rt
     rt.close()
 
@@ -158,8 +158,10 @@ def test_claims_are_exclusive_until_the_lease_runs_out(runtime: Runtime) -> None
     assert deliveries.claim(runtime.sessions, delivery_id, "worker-b", lease=60) is None
 
 
-def test_recovery_reenqueues_open_deliveries(tmp_path: Path, recorder: Recorder) -> None:
-    settings = make_settings(tmp_path)
+def test_recovery_reenqueues_open_deliveries(
+    tmp_path: Path, recorder: Recorder, database_url: str
+) -> None:
+    settings = make_settings(tmp_path, database_url=database_url)
     first = build(settings, router=recorder.router)
     queued = [_store(first) for _ in range(3)]  # stored, never enqueued (crash before enqueue)
     retry = _store(first)

@@ -6,6 +6,7 @@ so workers on several hosts share the jobs.  The queue is only transport: the
 deliveries table decides what still has to run (see ``bot.app.worker``), so a job
 lost with a killed process, or enqueued twice, does no harm.  A job carries one
 delivery id, or several (``enqueue_many``: a burst of webhooks costs one write).
+Periodic jobs do not go through the queue: ``bot.app.periodic`` runs them.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ import logging
 from collections.abc import Callable
 from pathlib import Path
 
-from huey import Huey, MemoryHuey, RedisHuey, SqliteHuey, crontab
+from huey import Huey, MemoryHuey, RedisHuey, SqliteHuey
 from huey.consumer import Consumer
 
 from bot.adapters.settings import Settings
@@ -51,7 +52,6 @@ class JobQueue:
         self._runner: Callable[[str], None] | None = None
         self._consumer: _EmbeddedConsumer | None = None
         self._task = huey.task(name=TASK_NAME)(self._run)
-        self._periodic = False  # set by ``every``
 
     def _run(self, delivery_ids: str | list[str]) -> None:
         if self._runner is None:
@@ -93,15 +93,36 @@ class JobQueue:
         """Jobs waiting in the queue (not counting scheduled retries)."""
         return int(self.huey.pending_count())
 
+    # ----- health (``GET /healthz``, ``bot.app.health``) --------------------------------
+    @property
+    def kind(self) -> str:
+        """What carries the jobs: ``redis``, ``embedded`` (a SQLite file) or ``memory``."""
+        if isinstance(self.huey, RedisHuey):
+            return "redis"
+        return "embedded" if isinstance(self.huey, SqliteHuey) else "memory"
+
+    @property
+    def file(self) -> Path | None:
+        """The embedded queue's SQLite file; None for Redis or memory."""
+        return Path(self.huey.storage.filename) if isinstance(self.huey, SqliteHuey) else None
+
+    def ping(self) -> None:
+        """Raise unless the queue's storage answers now: Redis a PING, the file a read."""
+        if isinstance(self.huey, RedisHuey):
+            self.huey.storage.conn.ping()
+        elif isinstance(self.huey, SqliteHuey):
+            self.huey.storage.queue_size()
+
     def start(self, workers: int) -> None:
-        """Start ``workers`` consumer threads (and huey's scheduler thread) in this process."""
+        """Start ``workers`` consumer threads in this process (and huey's scheduler thread,
+        which runs the delayed retries)."""
         if self._consumer is not None:
             return
         consumer = _EmbeddedConsumer(
             self.huey,
             workers=workers,
             worker_type="thread",
-            periodic=self._periodic,
+            periodic=False,  # periodic jobs: bot.app.periodic
             initial_delay=0.02,
             backoff=1.5,
             max_delay=0.25,
@@ -110,17 +131,6 @@ class JobQueue:
         consumer.start()
         self._consumer = consumer
         log.info("started %d worker threads", workers)
-
-    # ----- periodic jobs (the re-check, ``bot.features.review.recheck``) -------------
-    def every(self, minutes: int, name: str, job: Callable[[], object]) -> None:
-        """Run ``job`` every ``minutes`` minutes on the consumer (a huey periodic task);
-        register before ``start``."""
-
-        def run() -> None:
-            job()
-
-        self.huey.periodic_task(crontab(minute=f"*/{minutes}"), name=name)(run)
-        self._periodic = True
 
     def stop(self, timeout: float = 30.0) -> None:
         """Stop the consumer threads, letting running jobs finish for up to ``timeout``."""

@@ -11,8 +11,9 @@ Operational extras: ``WORKERS``, ``MAX_BODY_BYTES``, ``BOT_LOGIN``, ``MAX_ATTEMP
 (docs/security.md): ``MAX_THRESHOLD_FILE_BYTES``, ``JOB_TIMEOUT_SECONDS``,
 ``WANDB_ENTITIES``, ``MLFLOW_TRACKING_URI`` / ``MLFLOW_TRACKING_TOKEN`` /
 ``MLFLOW_ALLOWED_URIS``, ``MAX_UNVERIFIED_BYTES``, ``STORE_TIMEOUT_SECONDS``,
-``DELIVERY_RETENTION_DAYS`` and ``RETRY_COOLDOWN_SECONDS``.  The interactive report of a
-reviewed PR: ``REPORT_BASE_URL``, ``REPORT_PRIVATE_REPOS`` and ``REPORT_TTL_DAYS``.
+``DELIVERY_RETENTION_DAYS``, ``RETRY_COOLDOWN_SECONDS`` and ``RECHECK_SECONDS``.  The
+interactive report of a reviewed PR: ``REPORT_BASE_URL``, ``REPORT_PRIVATE_REPOS`` and
+``REPORT_TTL_DAYS``.
 
 ``load_settings`` turns the problems into one ``SettingsError`` whose message is one
 line naming every variable at fault, so ``serve`` can stop with a clear reason.
@@ -104,6 +105,8 @@ class Settings(BaseSettings):
     store_timeout_seconds: float = Field(default=5.0, gt=0)  # /webhook answers 503 after this
     delivery_retention_days: float = Field(default=30.0, gt=0)  # finished deliveries kept
     retry_cooldown_seconds: float = Field(default=60.0, ge=0)  # per PR, for /threshold-bot retry
+    # how often the re-check of tracked PRs and the drift watch run (once across all processes)
+    recheck_seconds: float = Field(default=900.0, gt=0)
     # the drift watch (bot.features.drift): on/off, threshold files per repository, and the
     # GitHub requests an installation keeps for webhooks (a round stops there)
     drift_watch: bool = True

@@ -5,7 +5,9 @@ from ``build``.  The GitHub client and the history sources come from
 ``bot.adapters.github.app.client_factory(settings)`` and
 ``bot.adapters.history.factory.source_factory(settings, sessions)`` (the run cache shares
 the store's engine); either can be
-passed in instead (tests, the demo).
+passed in instead (tests, the demo).  The locks (``bot.adapters.locks``) are those of the
+store: PostgreSQL advisory locks, Redis, or lock rows in SQLite; the periodic jobs run on
+``bot.app.periodic.Scheduler``.
 """
 
 from __future__ import annotations
@@ -19,19 +21,24 @@ from sqlalchemy import Engine
 from sqlalchemy.orm import Session, sessionmaker
 
 from bot.adapters.github.api import GitHubFactory
+from bot.adapters.locks import Locks, make_locks
 from bot.adapters.queue import JobQueue, make_huey
 from bot.adapters.settings import Settings
 from bot.adapters.store import deliveries, reports
 from bot.adapters.store.db import init_db, make_engine
+from bot.app import owners
 from bot.app.intake_gate import IntakeGate
 from bot.app.metrics import Metrics
+from bot.app.periodic import Scheduler
 from bot.app.routes import app_router
 from bot.app.worker import Supervisor, Worker
 from bot.core.history.sources import HistoryFactory
 from bot.core.routing import Router
 from bot.features.context import HandlerContext
 from bot.features.drift.watch import drift_job
-from bot.features.review.recheck import RECHECK_MINUTES, recheck_job
+from bot.features.review.recheck import recheck_job
+
+PURGE_SECONDS = 3600.0  # the purge of old deliveries and expired reports: hourly
 
 
 @dataclass
@@ -46,21 +53,26 @@ class Runtime:
     metrics: Metrics
     worker: Worker
     supervisor: Supervisor
+    locks: Locks
+    scheduler: Scheduler  # the periodic jobs (bot.app.periodic)
     gate: IntakeGate = field(default_factory=IntakeGate)  # webhooks in flight hold workers back
     running: bool = field(default=False)
 
     def start_workers(self) -> None:
-        """Recover unfinished deliveries and start the consumer threads."""
+        """Recover unfinished deliveries, start the consumer threads and the periodic jobs."""
         if self.running:
             return
         self.queue.start(self.settings.workers)
         self.supervisor.start()
+        self.scheduler.start()
         self.running = True
 
     def stop_workers(self, timeout: float = 30.0) -> None:
-        """Stop the consumer threads (running jobs get ``timeout`` seconds to finish)."""
+        """Stop the consumer threads and the periodic jobs (running jobs get ``timeout``
+        seconds to finish)."""
         if not self.running:
             return
+        self.scheduler.stop(timeout)
         self.supervisor.stop()
         self.queue.stop(timeout)
         self.running = False
@@ -68,6 +80,7 @@ class Runtime:
     def close(self) -> None:
         """Stop everything and release the database."""
         self.stop_workers()
+        self.locks.close()
         self.engine.dispose()
 
 
@@ -79,13 +92,15 @@ def build(
     router: Router[HandlerContext] | None = None,
 ) -> Runtime:
     """Create every component; nothing runs until ``start_workers``."""
-    engine = make_engine(settings.database_url)
+    engine = make_engine(settings.database_url, pool_size=settings.workers + 4)
     sessions: sessionmaker[Session] = init_db(engine)
     queue = JobQueue(make_huey(settings))
     routes = router if router is not None else app_router(settings.handler_modules)
     metrics = Metrics()
     metrics.watch_store(lambda: deliveries.count_by_status(sessions))
     gate = IntakeGate()
+    holder = str(owners.current())
+    locks = make_locks(settings, engine, holder, gone=owners.is_gone)  # dead: taken over
     worker = Worker(
         settings=settings,
         sessions=sessions,
@@ -95,17 +110,21 @@ def build(
         github=github or _hook(settings, "bot.adapters.github.app", "client_factory"),
         history=history
         or _hook(settings, "bot.adapters.history.factory", "source_factory", sessions),
+        locks=locks,
+        owner=holder,
         gate=gate,
     )
     queue.bind(worker.run)
-    recheck = recheck_job(
-        settings, sessions, worker.github, worker.history
-    )  # bot.features.review.recheck
-    queue.every(RECHECK_MINUTES, "recheck", recheck)
+    scheduler = Scheduler(sessions, locks, holder)
+    period = settings.recheck_seconds
+    # bot.features.review.recheck
+    scheduler.add(
+        "recheck", period, recheck_job(settings, sessions, worker.github, worker.history, locks)
+    )
     if settings.drift_watch:  # bot.features.drift: failing gates on default branches
-        watch = drift_job(settings, sessions, worker.github, worker.history)
-        queue.every(RECHECK_MINUTES, "drift", lambda: metrics.record_drift(watch()))
-    queue.every(60, "purge", _purge_job(settings, sessions))
+        watch = drift_job(settings, sessions, worker.github, worker.history, locks)
+        scheduler.add("drift", period, lambda: metrics.record_drift(watch()))
+    scheduler.add("purge", PURGE_SECONDS, _purge_job(settings, sessions))
     return Runtime(
         settings=settings,
         engine=engine,
@@ -115,6 +134,8 @@ def build(
         metrics=metrics,
         worker=worker,
         supervisor=Supervisor(worker),
+        locks=locks,
+        scheduler=scheduler,
         gate=gate,
     )
 

@@ -29,9 +29,12 @@ after the answers, and a job lost there is recovered from the store:
 ``GET /reports/{token}`` serves a reviewed PR's interactive report while ``REPORT_BASE_URL``
 is set (``bot.app.reports``).
 
-``GET /healthz`` answers 200 only if a write is durable now
-(``bot.adapters.store.health``: the database file still on disk, room on its disk,
-a heartbeat row written within ``STORE_TIMEOUT_SECONDS``), else 503 with the reason.
+``GET /healthz`` answers 200 only if a write is durable now and the queue takes jobs
+(``bot.app.health``: a heartbeat row written within ``STORE_TIMEOUT_SECONDS``, for
+SQLite the database file still on disk and room on its disk; Redis answering PING, or
+the embedded queue's file still there), else 503 with the reason; either way the
+store's engine and the queue's kind, ``{"status": "ok", "store": {"engine":
+"postgresql", "ok": true}, "queue": {"kind": "redis", "ok": true}, "workers": false}``.
 """
 
 from __future__ import annotations
@@ -54,10 +57,11 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from bot.adapters.github.app import app_login
 from bot.adapters.settings import Settings
-from bot.adapters.store import deliveries, health
+from bot.adapters.store import deliveries
 from bot.adapters.store.deliveries import NewDelivery, Recorded
 from bot.adapters.store.group_commit import GroupCommit
 from bot.adapters.store.health import StoreFile, StoreUnavailable
+from bot.app.health import Health
 from bot.app.intake import Budget, Intake, Rejected, check_headers, parse_delivery, read_body
 from bot.app.metrics import CONTENT_TYPE
 from bot.app.reports import reports_router
@@ -206,20 +210,19 @@ def create_app(
 
     app.webhook = request_response(webhook)
 
+    # room for the largest delivery on a SQLite file's disk
+    checks = Health.of(
+        rt.engine, intake_db, rt.queue, min_free=settings.max_body_bytes, timeout=timeout
+    )
+
     @app.get("/healthz")
     async def healthz() -> Response:
-        free = settings.max_body_bytes  # room for the largest delivery
-        try:
-            check = asyncio.to_thread(health.check, intake_db, store_file, free)
-            await asyncio.wait_for(check, timeout)
-        except TimeoutError:
-            reason = f"the store did not take a write within {timeout:g} s"
-        except Exception as exc:
-            reason = (str(exc).strip().splitlines() or [type(exc).__name__])[0][:300]
-        else:
-            return JSONResponse({"status": "ok", "workers": rt.running})
-        log.error("health check failed: %s", reason)
-        return JSONResponse({"status": "error", "reason": reason}, status_code=503)
+        ok, body = await checks.report()
+        body["workers"] = rt.running
+        if ok:
+            return JSONResponse(body)
+        log.error("health check failed: %s", body["reason"])
+        return JSONResponse(body, status_code=503)
 
     @app.get("/metrics")
     def metrics() -> Response:

@@ -31,6 +31,7 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from bot.adapters.github.api import GitHubFactory
 from bot.adapters.github.app import app_login
+from bot.adapters.locks import Locks
 from bot.adapters.queue import JobQueue
 from bot.adapters.settings import Settings
 from bot.adapters.store import deliveries
@@ -67,6 +68,7 @@ class Worker:
     metrics: Metrics
     github: GitHubFactory
     history: HistoryFactory
+    locks: Locks  # shared with the other processes (the per-PR lock of the reviews)
     owner: str = ""  # the lease holder's name; default: this process (``bot.app.owners``)
     gate: IntakeGate | None = None  # the webhook intake of this process, served first
 
@@ -142,6 +144,7 @@ class Worker:
             ),
             github=self.github,
             history=history,
+            locks=self.locks,
             log=delivery_logger("bot.features", delivery.id, delivery.event),
         )
 

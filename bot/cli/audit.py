@@ -19,6 +19,8 @@ from sqlalchemy.exc import ArgumentError, SQLAlchemyError
 from bot.adapters.store import audit
 from bot.adapters.store.audit import AuditEntry
 from bot.adapters.store.db import init_db, make_engine
+from bot.adapters.store.schema import SchemaError
+from bot.cli.errors import fail
 from bot.core.formatting import iso_date_time
 from bot.core.render.terminal import plain
 
@@ -78,6 +80,8 @@ def audit_command(
     try:
         with init_db(engine)() as session:
             rows = audit.entries(session, repo, limit=limit)
+    except SchemaError as exc:  # not this version's schema: `threshold-bot db upgrade`
+        fail(str(exc))
     except SQLAlchemyError as exc:
         raise typer.BadParameter(f"cannot read the store: {exc.__class__.__name__}") from None
     finally:

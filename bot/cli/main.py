@@ -10,6 +10,7 @@ import typer
 from bot.cli.action import action_command
 from bot.cli.audit import audit_command
 from bot.cli.check_config import check_config_command
+from bot.cli.db import db_app
 from bot.cli.drift import drift_command
 from bot.cli.errors import PROG, OneLineErrors
 from bot.cli.export import export_command
@@ -60,3 +61,4 @@ app.command("watch")(watch_command)
 app.command("audit")(audit_command)
 app.command("action")(action_command)
 app.command("check-config")(check_config_command)
+app.add_typer(db_app, name="db")

@@ -6,7 +6,8 @@
   the same host, sharing the embedded queue file).
 
 Both read the settings first (the environment, then ``.env``) and stop with one line,
-``threshold-bot: error: …``, naming every missing or invalid variable (exit status 2).
+``threshold-bot: error: …``, naming every missing or invalid variable (exit status 2); so
+they do when the store's schema is not this version's (``threshold-bot db upgrade``).
 ``python -m bot.cli.serve serve|worker`` works without the main CLI.
 """
 
@@ -17,12 +18,13 @@ import signal
 import socket
 import sys
 import threading
-from typing import Annotated
+from typing import Annotated, NoReturn
 
 import typer
 import uvicorn
 
 from bot.adapters.settings import Role, Settings, SettingsError, load_settings
+from bot.adapters.store.schema import SchemaError
 from bot.app import logs
 from bot.app.runtime import build
 from bot.app.web import create_app
@@ -40,6 +42,14 @@ def _settings(role: Role) -> Settings:
         fail(str(exc))
     logs.configure(settings.log_level, settings.secret_values(), capture=True)
     return settings
+
+
+def _refuse(exc: SchemaError) -> NoReturn:
+    """Stop with ``fail``'s one line on stderr itself, not as a log record: the store's
+    schema is not this version's (``threshold-bot db upgrade``)."""
+    if isinstance(sys.stderr, logs.LineRecords):
+        sys.stderr = sys.stderr.raw
+    fail(str(exc))
 
 
 def serve_command(
@@ -82,7 +92,11 @@ def serve_command(
     # Worker threads share the GIL with the event loop: a shorter switch interval
     # (default 5 ms) keeps webhook answers fast while workers are busy.
     sys.setswitchinterval(SWITCH_INTERVAL)
-    app = create_app(settings, start_workers=workers)
+    try:
+        app = create_app(settings, start_workers=workers)
+    except SchemaError as exc:
+        sock.close()
+        _refuse(exc)
     config = uvicorn.Config(app, log_config=None, access_log=False, timeout_graceful_shutdown=30)
     log.info("listening on http://%s:%d", host, bound, extra={"port": bound})
     uvicorn.Server(config).run(sockets=[sock])
@@ -95,7 +109,10 @@ def worker_command() -> None:
     --no-workers` (they share the embedded queue file).
     """
     settings = _settings("worker")
-    runtime = build(settings)
+    try:
+        runtime = build(settings)
+    except SchemaError as exc:
+        _refuse(exc)
     stop = threading.Event()
     for signum in (signal.SIGINT, signal.SIGTERM):
         signal.signal(signum, lambda *_: stop.set())

@@ -14,6 +14,7 @@ from sqlalchemy.exc import SQLAlchemyError
 from bot.adapters.history.sync import REMOTE_KINDS, cached_source, parse_wandb_path, sync_sources
 from bot.adapters.settings import SettingsError, load_settings
 from bot.adapters.store.db import init_db, make_engine
+from bot.adapters.store.schema import SchemaError
 from bot.cli.errors import fail
 from bot.core.config import ConfigError, parse_config
 from bot.core.models import SourceSpec
@@ -57,7 +58,7 @@ def sync_command(
         specs = _specs_from(target, config, settings.wandb_entity)
         url = database_url or settings.database_url
         source = cached_source(settings, init_db(make_engine(url)))
-    except (ValueError, ConfigError, SettingsError, SQLAlchemyError) as exc:
+    except (ValueError, ConfigError, SettingsError, SchemaError, SQLAlchemyError) as exc:
         # SQLAlchemyError: a malformed or unreachable database URL
         where = "the run cache: " if isinstance(exc, SQLAlchemyError) else ""
         fail(f"{where}{str(exc).splitlines()[0]}")

@@ -1,6 +1,7 @@
 """``threshold-bot watch``: one round of the App's drift watch, now.
 
-The App runs the watch every 15 minutes in its workers; this command runs one round at
+The App runs the watch every ``RECHECK_SECONDS`` (15 minutes by default), once across all
+its processes; this command runs one round at
 once with the same settings (the environment, then ``.env``), for an operator who wants
 to see what it would do, or to drive it from cron instead.  ``--repo`` limits the round to
 some repositories.  Prints one line per threshold file it acted on; exit status 1 when a
@@ -15,9 +16,11 @@ import typer
 
 from bot.adapters.github.app import client_factory
 from bot.adapters.history.factory import source_factory
+from bot.adapters.locks import make_locks
 from bot.adapters.settings import SettingsError, load_settings
 from bot.adapters.store.db import init_db, make_engine
-from bot.app import logs
+from bot.adapters.store.schema import SchemaError
+from bot.app import logs, owners
 from bot.cli.errors import fail
 from bot.features.drift.watch import WatchOptions, remote_sources, watch_round
 
@@ -40,16 +43,21 @@ def watch_command(
         fail(str(exc))
     logs.configure(settings.log_level, settings.secret_values())  # logs: stderr; results: stdout
     engine = make_engine(settings.database_url)
+    locks = make_locks(settings, engine, str(owners.current()), gone=owners.is_gone)
     try:
-        sessions = init_db(engine)
+        try:
+            sessions = init_db(engine)
+        except SchemaError as exc:  # not this version's schema: `threshold-bot db upgrade`
+            fail(str(exc))
         report = watch_round(
             sessions,
             client_factory(settings),
             remote_sources(settings, source_factory(settings, sessions)),
-            WatchOptions.of(settings),
+            WatchOptions.of(settings, locks),
             repos=frozenset(repo or ()),
         )
     finally:
+        locks.close()
         engine.dispose()
     for watched in report.repositories:
         if watched.problem:

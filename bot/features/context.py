@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from sqlalchemy.orm import Session, sessionmaker
 
 from bot.adapters.github.api import GitHubAPI, GitHubFactory
+from bot.adapters.locks import Locks
 from bot.adapters.settings import Settings
 from bot.core.history.sources import HistoryFactory
 from bot.core.retry import PermanentError
@@ -51,6 +52,7 @@ class HandlerContext:
     - ``delivery``: id, event, action, installation id and attempt number;
     - ``github``: installation id -> its ``GitHubAPI`` (``bot.adapters.github.app`` makes it);
     - ``history``: source spec -> history source (W&B, file, MLflow);
+    - ``locks``: named locks shared by every process of the App (``bot.adapters.locks``);
     - ``log``: a logger whose records carry the delivery id.
     """
 
@@ -59,6 +61,7 @@ class HandlerContext:
     delivery: DeliveryInfo
     github: GitHubFactory
     history: HistoryFactory
+    locks: Locks
     log: logging.LoggerAdapter[logging.Logger]
 
     def installation_client(self) -> GitHubAPI:

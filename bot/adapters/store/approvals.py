@@ -9,10 +9,11 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
 
-from sqlalchemy import JSON, DateTime, Integer, String, select
+from sqlalchemy import Integer, select
 from sqlalchemy.orm import Mapped, Session, mapped_column, sessionmaker
 
 from bot.adapters.store.db import Base
+from bot.adapters.store.portable import Clipped, Json, Key, Number, UtcDateTime
 
 
 class Approval(Base):
@@ -21,12 +22,12 @@ class Approval(Base):
     __tablename__ = "approvals"
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
-    repo: Mapped[str] = mapped_column(String(200), index=True)
-    pr_number: Mapped[int] = mapped_column(Integer, index=True)
-    head_sha: Mapped[str] = mapped_column(String(64))
-    approver: Mapped[str] = mapped_column(String(100))
-    approved_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
-    gate_values: Mapped[dict[str, float]] = mapped_column(JSON)
+    repo: Mapped[str] = mapped_column(Key(200), index=True)
+    pr_number: Mapped[int] = mapped_column(Number, index=True)
+    head_sha: Mapped[str] = mapped_column(Key(64))
+    approver: Mapped[str] = mapped_column(Clipped(100))
+    approved_at: Mapped[datetime] = mapped_column(UtcDateTime)  # aware UTC
+    gate_values: Mapped[dict[str, float]] = mapped_column(Json)
 
 
 def approve(

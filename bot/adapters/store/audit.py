@@ -2,17 +2,15 @@
 
 from __future__ import annotations
 
+import zlib
 from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from sqlalchemy import (
-    JSON,
     BindParameter,
-    DateTime,
     Integer,
-    String,
-    Text,
+    Table,
     exists,
     func,
     insert,
@@ -23,6 +21,11 @@ from sqlalchemy import (
 from sqlalchemy.orm import Mapped, Session, mapped_column
 
 from bot.adapters.store.db import Base
+from bot.adapters.store.portable import CLEAN_TEXT, Clipped, Json, Key, Number, UtcDateTime
+
+# The first key of the advisory locks ``claim`` takes on PostgreSQL (two-int4 form, a key
+# space of its own beside the one-bigint locks of bot.adapters.locks).
+CLAIM_LOCKS = 0x61756474  # "audt"
 
 
 class AuditEntry(Base):
@@ -31,15 +34,18 @@ class AuditEntry(Base):
     __tablename__ = "audit_log"
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
-    at: Mapped[datetime] = mapped_column(DateTime(timezone=True), index=True)
-    repo: Mapped[str] = mapped_column(String(200), index=True)
-    pr_number: Mapped[int | None] = mapped_column(Integer, nullable=True)
-    actor: Mapped[str] = mapped_column(String(100))
-    action: Mapped[str] = mapped_column(String(40))  # rebaseline, approve, retry, help, ...
-    outcome: Mapped[str] = mapped_column(String(40))  # done, refused, dry_run, failed, ...
-    detail: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
-    delivery_id: Mapped[str | None] = mapped_column(String(100), nullable=True)
-    message: Mapped[str] = mapped_column(Text, default="")
+    at: Mapped[datetime] = mapped_column(UtcDateTime, index=True)  # aware UTC
+    repo: Mapped[str] = mapped_column(Key(200), index=True)
+    pr_number: Mapped[int | None] = mapped_column(Number, nullable=True)
+    actor: Mapped[str] = mapped_column(Clipped(100))
+    action: Mapped[str] = mapped_column(Clipped(40))  # rebaseline, approve, retry, help, ...
+    outcome: Mapped[str] = mapped_column(Clipped(40))  # done, refused, dry_run, failed, ...
+    detail: Mapped[dict[str, Any]] = mapped_column(Json, default=dict)
+    delivery_id: Mapped[str | None] = mapped_column(Key(100), nullable=True)
+    message: Mapped[str] = mapped_column(CLEAN_TEXT, default="")
+
+
+TABLE: Table = AuditEntry.__table__  # type: ignore[assignment]
 
 
 def add(
@@ -89,10 +95,15 @@ def claim(
     ``cooldown`` ago (entries whose outcome is ``ignore`` do not count).
 
     One ``INSERT … SELECT … WHERE NOT EXISTS`` statement, so of two concurrent claims only
-    one is added (SQLite runs one writer at a time).  Returns None when added, else the
-    time from which the action may run again (the caller commits).
+    one is added: SQLite runs one writer at a time; on PostgreSQL (read committed, where two
+    such statements could both see no entry) the claim first takes a transaction-level
+    advisory lock on (repo, PR, action), held until the caller commits.  Returns None when
+    added, else the time from which the action may run again (the caller commits).
     """
     now = at or datetime.now(UTC)
+    if session.get_bind().dialect.name == "postgresql":
+        key = zlib.crc32(f"{repo}#{pr_number}:{action}".encode()) - 2**31  # a signed int4
+        session.execute(select(func.pg_advisory_xact_lock(CLAIM_LOCKS, key)))
     recent = (
         AuditEntry.repo == repo,
         AuditEntry.pr_number == pr_number,
@@ -100,20 +111,24 @@ def claim(
         AuditEntry.outcome != ignore,
         AuditEntry.at > now - cooldown,
     )
+    given = {
+        "at": now,
+        "repo": repo,
+        "pr_number": pr_number,
+        "actor": actor,
+        "action": action,
+        "outcome": outcome,
+        "detail": {},
+        "delivery_id": delivery_id,
+        "message": message,
+    }
+    columns = TABLE.c
     row: dict[str, BindParameter[Any]] = {
-        "at": literal(now, DateTime(timezone=True)),
-        "repo": literal(repo),
-        "pr_number": literal(pr_number),
-        "actor": literal(actor),
-        "action": literal(action),
-        "outcome": literal(outcome),
-        "detail": literal({}, JSON),
-        "delivery_id": literal(delivery_id),
-        "message": literal(message),
+        name: literal(value, columns[name].type) for name, value in given.items()
     }
     values = select(*row.values()).where(~exists().where(*recent))
-    added = session.execute(insert(AuditEntry).from_select(list(row), values))
-    if added.rowcount:  # type: ignore[attr-defined]
+    added = session.execute(insert(TABLE).from_select(list(row), values).returning(TABLE.c.id))
+    if added.first() is not None:  # (psycopg gives no rowcount for INSERT … SELECT)
         return None
     latest = session.scalars(select(func.max(AuditEntry.at)).where(*recent)).one()
     return (latest.replace(tzinfo=UTC) if latest.tzinfo is None else latest) + cooldown

@@ -1,4 +1,4 @@
-"""The SQLAlchemy engine and declarative base shared by every table module."""
+"""The SQLAlchemy engine and declarative base shared by every table module; ``init_db``."""
 
 from __future__ import annotations
 
@@ -7,8 +7,10 @@ import importlib
 from sqlalchemy import Engine, create_engine, event
 from sqlalchemy.orm import DeclarativeBase, sessionmaker
 
-# Table modules register themselves on ``Base.metadata`` when imported;
-# ``init_db`` imports each so ``create_all`` sees every table.
+from bot.adapters.store import schema
+
+# Table modules register themselves on ``Base.metadata`` when imported; ``init_db`` imports
+# each.  The schema itself is made by the migrations (``bot.adapters.store.schema``).
 TABLE_MODULES: tuple[str, ...] = (
     "bot.adapters.store.audit",
     "bot.adapters.store.approvals",
@@ -19,16 +21,24 @@ TABLE_MODULES: tuple[str, ...] = (
     "bot.adapters.store.runs",
     "bot.adapters.store.health",
     "bot.adapters.store.reports",
+    "bot.adapters.store.locks",
+    "bot.adapters.store.periodic",
 )
 DEFAULT_BUSY_TIMEOUT = 30.0  # seconds a SQLite write waits for another writer's lock
+DEFAULT_POOL_SIZE = 10  # PostgreSQL connections kept open (the App: its workers + 4)
+CONNECT_TIMEOUT = 10  # seconds a PostgreSQL connect may take (a host dropping packets)
 
 
 class Base(DeclarativeBase):
     """Declarative base of every table."""
 
 
-def make_engine(url: str, busy_timeout: float = DEFAULT_BUSY_TIMEOUT) -> Engine:
-    """Create an engine; SQLite gets WAL, a busy timeout (seconds) and cross-thread use."""
+def make_engine(
+    url: str, busy_timeout: float = DEFAULT_BUSY_TIMEOUT, pool_size: int = DEFAULT_POOL_SIZE
+) -> Engine:
+    """Create an engine; SQLite gets WAL, a busy timeout (seconds) and cross-thread use;
+    PostgreSQL a pool of ``pool_size`` (+ 20 overflow) connections in the UTC time zone
+    that give up connecting after ``CONNECT_TIMEOUT`` seconds."""
     if url.startswith("sqlite"):
         engine = create_engine(
             url,
@@ -45,12 +55,29 @@ def make_engine(url: str, busy_timeout: float = DEFAULT_BUSY_TIMEOUT) -> Engine:
             cur.close()
 
         return engine
+    if url.startswith("postgresql"):
+        return create_engine(
+            url,
+            pool_pre_ping=True,
+            pool_size=pool_size,
+            max_overflow=20,
+            connect_args={"options": "-c timezone=UTC", "connect_timeout": CONNECT_TIMEOUT},
+        )
     return create_engine(url, pool_pre_ping=True)
 
 
-def init_db(engine: Engine) -> sessionmaker:  # type: ignore[type-arg]
-    """Create every table (idempotent) and return a session factory."""
+def init_db(engine: Engine, upgrade: bool = False) -> sessionmaker:  # type: ignore[type-arg]
+    """Check the schema and return a session factory.
+
+    An empty database is created by running every migration; one at an older revision (or
+    release 1's) raises ``schema.SchemaOutOfDate`` unless ``upgrade``, which upgrades it; one
+    at a newer revision raises ``schema.SchemaTooNew``.  Safe from several processes at once.
+    """
     for module in TABLE_MODULES:
         importlib.import_module(module)
-    Base.metadata.create_all(engine)
+    found = schema.current(engine)
+    if found is None or (upgrade and found != schema.head()):
+        schema.upgrade(engine)  # under a lock, reading the revision again
+    elif found != schema.head():
+        schema.check(engine)  # raises, unless another process just upgraded it
     return sessionmaker(engine, expire_on_commit=False)

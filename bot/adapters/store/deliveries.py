@@ -44,7 +44,6 @@ from sqlalchemy import (
     RowMapping,
     String,
     Table,
-    Text,
     bindparam,
     delete,
     event,
@@ -58,6 +57,7 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Mapped, Session, mapped_column, sessionmaker
 
 from bot.adapters.store.db import DEFAULT_BUSY_TIMEOUT, Base, make_engine
+from bot.adapters.store.portable import CLEAN_TEXT, Clipped, GitHubId, Key
 
 log = logging.getLogger(__name__)
 
@@ -76,20 +76,20 @@ class DeliveryRow(Base):
 
     __tablename__ = "deliveries"
 
-    id: Mapped[str] = mapped_column(String(64), primary_key=True)  # X-GitHub-Delivery
-    event: Mapped[str] = mapped_column(String(64))
-    action: Mapped[str | None] = mapped_column(String(64))
-    installation_id: Mapped[int | None] = mapped_column(Integer)
-    body: Mapped[str] = mapped_column(Text)
+    id: Mapped[str] = mapped_column(Key(64), primary_key=True)  # X-GitHub-Delivery
+    event: Mapped[str] = mapped_column(Key(64))
+    action: Mapped[str | None] = mapped_column(Clipped(64))
+    installation_id: Mapped[int | None] = mapped_column(GitHubId)
+    body: Mapped[str] = mapped_column(CLEAN_TEXT)
     received_at: Mapped[datetime] = mapped_column(DateTime)
     status: Mapped[str] = mapped_column(String(16), index=True)
     attempts: Mapped[int] = mapped_column(Integer, default=0)
-    last_error: Mapped[str | None] = mapped_column(Text)
-    outcome: Mapped[str | None] = mapped_column(String(200))
+    last_error: Mapped[str | None] = mapped_column(CLEAN_TEXT)
+    outcome: Mapped[str | None] = mapped_column(Clipped(200))
     updated_at: Mapped[datetime] = mapped_column(DateTime)
     next_attempt_at: Mapped[datetime | None] = mapped_column(DateTime)
     lease_until: Mapped[datetime | None] = mapped_column(DateTime)
-    claimed_by: Mapped[str | None] = mapped_column(String(200))
+    claimed_by: Mapped[str | None] = mapped_column(Clipped(200))
     finished_at: Mapped[datetime | None] = mapped_column(DateTime)
 
 
@@ -184,8 +184,8 @@ _CLOSE = (
         claimed_by=None,
         updated_at=bindparam("b_now"),
         finished_at=bindparam("b_now"),
-        outcome=func.coalesce(bindparam("b_outcome", type_=String), _C.outcome),
-        last_error=func.coalesce(bindparam("b_error", type_=Text), _C.last_error),
+        outcome=func.coalesce(bindparam("b_outcome", type_=_C.outcome.type), _C.outcome),
+        last_error=func.coalesce(bindparam("b_error", type_=_C.last_error.type), _C.last_error),
     )
 )
 _RETRY = (
@@ -216,13 +216,18 @@ INTAKE_CHECKPOINT_PAGES = 20_000
 
 
 def intake_sessions(sessions: Sessions, busy_timeout: float = DEFAULT_BUSY_TIMEOUT) -> Sessions:
-    """Sessions for the webhook's writes: on SQLite, a separate engine that leaves the
+    """Sessions for the webhook's writes, on an engine of their own so that busy workers
+    never hold the connection the next 202 waits for.  On SQLite that engine leaves the
     write-ahead log checkpoints to the workers' connections and waits at most
-    ``busy_timeout`` seconds for another writer's lock; else ``sessions`` itself."""
+    ``busy_timeout`` seconds for another writer's lock; an in-memory SQLite database
+    keeps ``sessions`` (another engine would be another database)."""
     engine: Engine = sessions.kw["bind"]
-    if engine.dialect.name != "sqlite" or engine.url.database in (None, "", ":memory:"):
-        return sessions  # another engine on an in-memory database would be another database
-    intake = make_engine(engine.url.render_as_string(hide_password=False), busy_timeout)
+    url = engine.url.render_as_string(hide_password=False)
+    if engine.dialect.name != "sqlite":
+        return sessionmaker(make_engine(url, pool_size=2), expire_on_commit=False)
+    if engine.url.database in (None, "", ":memory:"):
+        return sessions
+    intake = make_engine(url, busy_timeout)
 
     @event.listens_for(intake, "connect")
     def _late_checkpoints(dbapi_conn: Any, _record: Any) -> None:
@@ -391,7 +396,7 @@ def _close(
         "b_id": delivery_id,
         "b_status": status,
         "b_now": now,
-        "b_outcome": None if outcome is None else outcome[:200],
+        "b_outcome": outcome,  # cut to the column by its type
         "b_error": None if error is None else error[:MAX_ERROR_CHARS],
     }
     with _writing(sessions) as conn:

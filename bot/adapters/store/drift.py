@@ -14,23 +14,21 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from typing import Literal
 
-from sqlalchemy import (
-    JSON,
-    DateTime,
-    Integer,
-    String,
-    Text,
-    UniqueConstraint,
-    or_,
-    select,
-    update,
-)
-from sqlalchemy.exc import IntegrityError
+from sqlalchemy import DateTime, Integer, String, UniqueConstraint, or_, select, update
 from sqlalchemy.orm import Mapped, Session, mapped_column, sessionmaker
 
 from bot.adapters.store.db import Base
 from bot.adapters.store.deliveries import DeliveryRow, now_utc
 from bot.adapters.store.installations import InstallationRow
+from bot.adapters.store.portable import (
+    CLEAN_TEXT,
+    Clipped,
+    GitHubId,
+    Json,
+    Key,
+    Number,
+    upsert_insert,
+)
 
 Sessions = sessionmaker[Session]
 ItemState = Literal["idle", "open"]
@@ -43,23 +41,23 @@ class DriftItemRow(Base):
     __table_args__ = (UniqueConstraint("repo", "file"),)
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
-    installation_id: Mapped[int] = mapped_column(Integer)
-    repo: Mapped[str] = mapped_column(String(200), index=True)
-    file: Mapped[str] = mapped_column(String(1024))
+    installation_id: Mapped[int] = mapped_column(GitHubId)
+    repo: Mapped[str] = mapped_column(Key(200), index=True)
+    file: Mapped[str] = mapped_column(Key(1024))
     state: Mapped[str] = mapped_column(String(16), default="idle")
-    mode: Mapped[str] = mapped_column(String(16), default="issue")
-    issue: Mapped[int | None] = mapped_column(Integer, nullable=True)
-    pull: Mapped[int | None] = mapped_column(Integer, nullable=True)
-    branch: Mapped[str] = mapped_column(String(300), default="")
-    fingerprint: Mapped[str] = mapped_column(String(64), default="")  # of the body last written
-    values: Mapped[dict[str, str]] = mapped_column(JSON, default=dict)  # gate -> literal committed
-    note: Mapped[str] = mapped_column(Text, default="")  # e.g. why no issue could be opened
-    shown: Mapped[str] = mapped_column(String(64), default="")  # the drift the item shows
-    dismissed: Mapped[str] = mapped_column(String(64), default="")  # one a maintainer closed
+    mode: Mapped[str] = mapped_column(Clipped(16), default="issue")
+    issue: Mapped[int | None] = mapped_column(Number, nullable=True)
+    pull: Mapped[int | None] = mapped_column(Number, nullable=True)
+    branch: Mapped[str] = mapped_column(Key(300), default="")
+    fingerprint: Mapped[str] = mapped_column(Clipped(64), default="")  # of the body written
+    values: Mapped[dict[str, str]] = mapped_column(Json, default=dict)  # gate -> literal committed
+    note: Mapped[str] = mapped_column(CLEAN_TEXT, default="")  # why no issue could be opened
+    shown: Mapped[str] = mapped_column(Clipped(64), default="")  # the drift the item shows
+    dismissed: Mapped[str] = mapped_column(Clipped(64), default="")  # one a maintainer closed
     opened_at: Mapped[datetime | None] = mapped_column(DateTime, nullable=True)
     updated_at: Mapped[datetime] = mapped_column(DateTime)
     closed_at: Mapped[datetime | None] = mapped_column(DateTime, nullable=True)
-    lease_owner: Mapped[str | None] = mapped_column(String(100), nullable=True)
+    lease_owner: Mapped[str | None] = mapped_column(Clipped(100), nullable=True)
     lease_until: Mapped[datetime | None] = mapped_column(DateTime, nullable=True)
 
 
@@ -154,23 +152,14 @@ def claim(
     owner holds an unexpired lease.  The claim is one conditional UPDATE: atomic on every
     engine, so two workers never both get it."""
     now = now_utc()
-    try:
-        with sessions.begin() as session:
-            found = session.scalars(
-                select(DriftItemRow.id).where(DriftItemRow.repo == repo, DriftItemRow.file == file)
-            ).first()
-            if found is None:
-                session.add(
-                    DriftItemRow(
-                        installation_id=installation_id,
-                        repo=repo,
-                        file=file,
-                        updated_at=now,
-                        values={},
-                    )
-                )
-    except IntegrityError:  # another worker created it first: claim it below like any row
-        pass
+    with sessions.begin() as session:  # the row, unless there (another worker made it first)
+        new = {"installation_id": installation_id, "repo": repo, "file": file}
+        session.execute(
+            upsert_insert(session)(DriftItemRow)
+            .values(**new, state="idle", mode="issue", branch="", fingerprint="", values={})
+            .values(note="", shown="", dismissed="", updated_at=now)
+            .on_conflict_do_nothing(index_elements=["repo", "file"])
+        )
     with sessions.begin() as session:
         taken = session.execute(
             update(DriftItemRow)
@@ -253,11 +242,13 @@ def by_number(sessions: Sessions, repo: str, number: int) -> DriftItem | None:
     """The open item whose issue or PR is ``number`` in ``repo``, or None."""
     with sessions() as session:
         row = session.scalars(
-            select(DriftItemRow).where(
+            select(DriftItemRow)
+            .where(
                 DriftItemRow.repo == repo,
                 DriftItemRow.state == "open",
                 or_(DriftItemRow.issue == number, DriftItemRow.pull == number),
             )
+            .order_by(DriftItemRow.id)
         ).first()
         return None if row is None else _public(row)
 

@@ -2,9 +2,10 @@
 
 SQLite keeps writing through open connections into a database file that was deleted
 (or replaced) under it, and a full disk can go unnoticed until the next write that
-needs a new page.  ``StoreFile`` remembers which file the store opened and tells when
-the path no longer names it; ``check`` adds the free space left on its disk and a
-real write (one heartbeat row, table ``heartbeat``) for ``GET /healthz``.
+needs a new page.  ``StoreFile`` remembers which file the store (or the embedded
+queue) opened and tells when the path no longer names it; ``check`` adds the free
+space left on its disk and a real write (one heartbeat row, table ``heartbeat``) for
+``GET /healthz`` (``bot.app.health``).  On PostgreSQL only the write is checked.
 """
 
 from __future__ import annotations
@@ -39,10 +40,11 @@ class HeartbeatRow(Base):
 
 @dataclass(frozen=True)
 class StoreFile:
-    """The SQLite file a store opened: its path and identity (device, inode)."""
+    """A SQLite file opened: its path and identity (device, inode), and what it holds."""
 
     path: Path
     identity: tuple[int, int]
+    what: str = "database file"
 
     @classmethod
     def of(cls, engine: Engine) -> StoreFile | None:
@@ -50,18 +52,23 @@ class StoreFile:
         database = engine.url.database
         if engine.dialect.name != "sqlite" or database in (None, "", ":memory:"):
             return None
-        path = Path(str(database)).resolve()
+        return cls.at(Path(str(database)))
+
+    @classmethod
+    def at(cls, path: Path, what: str = "database file") -> StoreFile:
+        """The file at ``path`` as it is now (``what``: how messages name it)."""
+        path = path.resolve()
         found = os.stat(path)
-        return cls(path, (found.st_dev, found.st_ino))
+        return cls(path, (found.st_dev, found.st_ino), what)
 
     def check(self) -> None:
         """Raise ``StoreUnavailable`` unless the path still names the file opened."""
         try:
             found = os.stat(self.path)
         except OSError:
-            raise StoreUnavailable(f"the database file {self.path} was deleted") from None
+            raise StoreUnavailable(f"the {self.what} {self.path} was deleted") from None
         if (found.st_dev, found.st_ino) != self.identity:
-            raise StoreUnavailable(f"the database file {self.path} was replaced")
+            raise StoreUnavailable(f"the {self.what} {self.path} was replaced")
 
 
 def check(sessions: sessionmaker[Session], file: StoreFile | None, min_free: int) -> None:

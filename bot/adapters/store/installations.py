@@ -11,11 +11,12 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime
 
-from sqlalchemy import DateTime, Integer, String, Text, select
+from sqlalchemy import DateTime, String, select
 from sqlalchemy.orm import Mapped, Session, mapped_column, sessionmaker
 
 from bot.adapters.store.db import Base
 from bot.adapters.store.deliveries import now_utc
+from bot.adapters.store.portable import CLEAN_TEXT, Clipped, GitHubId, upsert_insert
 
 Sessions = sessionmaker[Session]
 
@@ -25,10 +26,10 @@ class InstallationRow(Base):
 
     __tablename__ = "installations"
 
-    id: Mapped[int] = mapped_column(Integer, primary_key=True)
-    account: Mapped[str] = mapped_column(String(200))
+    id: Mapped[int] = mapped_column(GitHubId, primary_key=True)
+    account: Mapped[str] = mapped_column(Clipped(200))
     status: Mapped[str] = mapped_column(String(16))  # active | suspended | deleted
-    repositories: Mapped[str] = mapped_column(Text, default="[]")  # JSON list of full names
+    repositories: Mapped[str] = mapped_column(CLEAN_TEXT, default="[]")  # JSON list of names
     updated_at: Mapped[datetime] = mapped_column(DateTime)
 
 
@@ -49,33 +50,46 @@ def upsert(
     status: str,
     repositories: Iterable[str] | None = None,
 ) -> None:
-    """Create or update an installation; ``repositories`` None keeps the stored list."""
+    """Create or update an installation; ``repositories`` None keeps the stored list.
+
+    One ``INSERT … ON CONFLICT DO UPDATE``: two deliveries of a new installation at once
+    never collide."""
+    values = {"account": account, "status": status, "updated_at": now_utc()}
+    if repositories is not None:
+        values["repositories"] = json.dumps(sorted(set(repositories)))
     with sessions.begin() as session:
-        row = session.get(InstallationRow, installation_id)
-        if row is None:
-            row = InstallationRow(id=installation_id, repositories="[]")
-            session.add(row)
-        row.account = account
-        row.status = status
-        row.updated_at = now_utc()
-        if repositories is not None:
-            row.repositories = json.dumps(sorted(set(repositories)))
+        insert = upsert_insert(session)(InstallationRow)
+        session.execute(
+            insert.values(
+                {"id": installation_id, "repositories": "[]", **values}
+            ).on_conflict_do_update(index_elements=["id"], set_=values)
+        )
 
 
 def change_repositories(
     sessions: Sessions, installation_id: int, added: Iterable[str], removed: Iterable[str]
 ) -> None:
-    """Add and remove repositories of a known installation (unknown: created with them)."""
+    """Add and remove repositories of a known installation (unknown: created with them).
+
+    The row is made if missing, then read locked (``FOR UPDATE`` on PostgreSQL; SQLite's
+    insert already holds the one write lock), so concurrent changes all count."""
+    now = now_utc()
     with sessions.begin() as session:
-        row = session.get(InstallationRow, installation_id)
-        if row is None:
-            row = InstallationRow(id=installation_id, account="", status="active")
-            session.add(row)
-            current: set[str] = set()
-        else:
-            current = set(json.loads(row.repositories))
+        session.execute(
+            upsert_insert(session)(InstallationRow)
+            .values(id=installation_id, account="", status="active", repositories="[]")
+            .values(updated_at=now)
+            .on_conflict_do_nothing(index_elements=["id"])
+        )
+        row = session.scalars(
+            select(InstallationRow)
+            .where(InstallationRow.id == installation_id)
+            .with_for_update()
+            .execution_options(populate_existing=True)
+        ).one()
+        current = set(json.loads(row.repositories))
         row.repositories = json.dumps(sorted((current | set(added)) - set(removed)))
-        row.updated_at = now_utc()
+        row.updated_at = now
 
 
 def get(sessions: Sessions, installation_id: int) -> Installation | None:
@@ -89,7 +103,9 @@ def active(sessions: Sessions) -> list[Installation]:
     """Every installation that is neither suspended nor deleted."""
     with sessions() as session:
         rows = session.scalars(
-            select(InstallationRow).where(InstallationRow.status == "active")
+            select(InstallationRow)
+            .where(InstallationRow.status == "active")
+            .order_by(InstallationRow.id)
         ).all()
         return [_public(r) for r in rows]
 

@@ -28,8 +28,6 @@ from sqlalchemy import (
     CursorResult,
     DateTime,
     Integer,
-    String,
-    Text,
     UniqueConstraint,
     delete,
     select,
@@ -39,6 +37,7 @@ from sqlalchemy.orm import Mapped, Session, mapped_column, sessionmaker
 
 from bot.adapters.store.db import Base
 from bot.adapters.store.deliveries import now_utc
+from bot.adapters.store.portable import CLEAN_TEXT, Key, Number
 
 log = logging.getLogger(__name__)
 
@@ -59,12 +58,12 @@ class ReportRow(Base):
     __table_args__ = (UniqueConstraint("repo", "number"),)
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
-    token_hash: Mapped[str] = mapped_column(String(64), unique=True)  # SHA-256 hex of the token
-    nonce: Mapped[str] = mapped_column(String(64))  # hex; the token is HMAC(key, nonce)
-    repo: Mapped[str] = mapped_column(String(200))
-    number: Mapped[int] = mapped_column(Integer)
-    head_sha: Mapped[str] = mapped_column(String(64))
-    html: Mapped[str] = mapped_column(Text)
+    token_hash: Mapped[str] = mapped_column(Key(64), unique=True)  # SHA-256 hex of the token
+    nonce: Mapped[str] = mapped_column(Key(64))  # hex; the token is HMAC(key, nonce)
+    repo: Mapped[str] = mapped_column(Key(200))
+    number: Mapped[int] = mapped_column(Number)
+    head_sha: Mapped[str] = mapped_column(Key(64))
+    html: Mapped[str] = mapped_column(CLEAN_TEXT)
     created_at: Mapped[datetime] = mapped_column(DateTime)  # of the review that stored it
     expires_at: Mapped[datetime] = mapped_column(DateTime, index=True)
 

@@ -7,8 +7,7 @@ read and write rows; the caller owns the transaction and commits.
 
 Per-step series (``cached_series``: source, run id, metric) are kept beside the runs under
 the same source key (``SourceSpec.series`` is not part of it).  A run's series are dropped
-when the run changes or is removed, so they are read again once it finished anew.  The
-table is new in an existing database too: ``init_db``'s ``create_all`` creates it.
+when the run changes or is removed, so they are read again once it finished anew.
 """
 
 from __future__ import annotations
@@ -19,7 +18,6 @@ from datetime import UTC, datetime
 from typing import Any, TypeVar, cast
 
 from sqlalchemy import (
-    JSON,
     DateTime,
     Index,
     Integer,
@@ -34,6 +32,7 @@ from sqlalchemy import (
 from sqlalchemy.orm import Mapped, Session, mapped_column
 
 from bot.adapters.store.db import Base
+from bot.adapters.store.portable import Clipped, Json, Key, clean
 from bot.core.history.runs import SourceRun
 from bot.core.history.series import RunSeries, Steps
 from bot.core.models import Run, RunState, SourceSpec, as_utc
@@ -48,14 +47,14 @@ class CachedRun(Base):
     __tablename__ = "cached_runs"
     __table_args__ = (Index("ix_cached_runs_source_created", "source", "created_at"),)
 
-    source: Mapped[str] = mapped_column(String(64), primary_key=True)
-    run_id: Mapped[str] = mapped_column(String(255), primary_key=True)
+    source: Mapped[str] = mapped_column(Key(64), primary_key=True)
+    run_id: Mapped[str] = mapped_column(Key(255), primary_key=True)
     created_at: Mapped[datetime] = mapped_column(DateTime())  # naive UTC
     state: Mapped[str] = mapped_column(String(16))
-    name: Mapped[str | None] = mapped_column(String(500), nullable=True)
-    commit: Mapped[str | None] = mapped_column(String(64), nullable=True)
-    tags: Mapped[list[str]] = mapped_column(JSON)
-    summary: Mapped[dict[str, float]] = mapped_column(JSON)
+    name: Mapped[str | None] = mapped_column(Clipped(500), nullable=True)
+    commit: Mapped[str | None] = mapped_column(Clipped(64), nullable=True)
+    tags: Mapped[list[str]] = mapped_column(Json)
+    summary: Mapped[dict[str, float]] = mapped_column(Json)
     non_numeric: Mapped[int] = mapped_column(Integer, default=0)
     non_finite: Mapped[int] = mapped_column(Integer, default=0)
 
@@ -65,10 +64,10 @@ class CachedSeries(Base):
 
     __tablename__ = "cached_series"
 
-    source: Mapped[str] = mapped_column(String(64), primary_key=True)
-    run_id: Mapped[str] = mapped_column(String(255), primary_key=True)
-    metric: Mapped[str] = mapped_column(String(500), primary_key=True)
-    steps: Mapped[dict[str, float]] = mapped_column(JSON)  # {"step": value}
+    source: Mapped[str] = mapped_column(Key(64), primary_key=True)
+    run_id: Mapped[str] = mapped_column(Key(255), primary_key=True)
+    metric: Mapped[str] = mapped_column(Key(500), primary_key=True)
+    steps: Mapped[dict[str, float]] = mapped_column(Json)  # {"step": value}
     non_numeric: Mapped[int] = mapped_column(Integer, default=0)
     non_finite: Mapped[int] = mapped_column(Integer, default=0)
 
@@ -78,9 +77,9 @@ class CachedSourceRow(Base):
 
     __tablename__ = "cached_sources"
 
-    source: Mapped[str] = mapped_column(String(64), primary_key=True)
-    description: Mapped[str] = mapped_column(String(500))
-    spec: Mapped[dict[str, Any]] = mapped_column(JSON)
+    source: Mapped[str] = mapped_column(Key(64), primary_key=True)
+    description: Mapped[str] = mapped_column(Clipped(500))
+    spec: Mapped[dict[str, Any]] = mapped_column(Json)
     synced_at: Mapped[datetime] = mapped_column(DateTime())  # naive UTC
 
 
@@ -98,8 +97,8 @@ def _values(item: SourceRun) -> dict[str, Any]:
     return {
         "created_at": _naive(run.created_at),
         "state": run.state,
-        "name": run.name,
-        "commit": run.commit,
+        "name": None if run.name is None else clean(run.name, 500),  # as the columns keep them
+        "commit": None if run.commit is None else clean(run.commit, 64),
         "tags": list(run.tags),
         "summary": dict(run.summary),
         "non_numeric": item.non_numeric,

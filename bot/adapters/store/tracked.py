@@ -6,10 +6,19 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
-from sqlalchemy import JSON, DateTime, Integer, String, UniqueConstraint, delete, select
+from sqlalchemy import Integer, UniqueConstraint, delete, select
 from sqlalchemy.orm import Mapped, Session, mapped_column
 
 from bot.adapters.store.db import Base
+from bot.adapters.store.portable import (
+    Clipped,
+    GitHubId,
+    Json,
+    Key,
+    Number,
+    UtcDateTime,
+    upsert_insert,
+)
 from bot.core.models import SourceSpec
 
 
@@ -20,13 +29,13 @@ class TrackedPull(Base):
     __table_args__ = (UniqueConstraint("repo", "number"),)
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
-    installation_id: Mapped[int] = mapped_column(Integer)
-    repo: Mapped[str] = mapped_column(String(200), index=True)
-    number: Mapped[int] = mapped_column(Integer)
-    head_sha: Mapped[str] = mapped_column(String(64))
-    sources: Mapped[list[dict[str, object]]] = mapped_column(JSON)
-    conclusion: Mapped[str] = mapped_column(String(32), default="")
-    reviewed_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+    installation_id: Mapped[int] = mapped_column(GitHubId)
+    repo: Mapped[str] = mapped_column(Key(200), index=True)
+    number: Mapped[int] = mapped_column(Number)
+    head_sha: Mapped[str] = mapped_column(Key(64))
+    sources: Mapped[list[dict[str, object]]] = mapped_column(Json)
+    conclusion: Mapped[str] = mapped_column(Clipped(32), default="")
+    reviewed_at: Mapped[datetime] = mapped_column(UtcDateTime)
 
 
 @dataclass(frozen=True)
@@ -52,18 +61,18 @@ def track(
     conclusion: str = "",
     at: datetime | None = None,
 ) -> None:
-    """Record (or refresh) an open PR and its sources (the caller commits)."""
-    row = session.scalars(
-        select(TrackedPull).where(TrackedPull.repo == repo, TrackedPull.number == number)
-    ).first()
-    if row is None:
-        row = TrackedPull(repo=repo, number=number)
-        session.add(row)
-    row.installation_id = installation_id
-    row.head_sha = head_sha
-    row.sources = [spec.model_dump(mode="json", exclude_defaults=True) for spec in sources]
-    row.conclusion = conclusion
-    row.reviewed_at = at or datetime.now(UTC)
+    """Record (or refresh) an open PR and its sources (the caller commits).
+
+    One ``INSERT … ON CONFLICT DO UPDATE``: two reviews of the PR at once never collide."""
+    values = {
+        "installation_id": installation_id,
+        "head_sha": head_sha,
+        "sources": [spec.model_dump(mode="json", exclude_defaults=True) for spec in sources],
+        "conclusion": conclusion,
+        "reviewed_at": at or datetime.now(UTC),
+    }
+    insert = upsert_insert(session)(TrackedPull).values(repo=repo, number=number, **values)
+    session.execute(insert.on_conflict_do_update(index_elements=["repo", "number"], set_=values))
 
 
 def untrack(session: Session, repo: str, number: int) -> None:

@@ -46,6 +46,7 @@ DRIFT_MARKER_PREFIX = "<!-- threshold-bot:drift "
 TITLE_LIMIT = 256  # GitHub's limit on an issue or PR title
 BRANCH_PREFIX = "threshold-bot/rebaseline/"
 BRANCH_PART_LIMIT = 100  # characters of one branch name component (file systems cap 255 bytes)
+BRANCH_LIMIT = 250  # characters of a whole branch name (the store keeps up to 300)
 _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
 _BRANCH_UNSAFE = re.compile(r"[^A-Za-z0-9._-]")
 _TRUNCATED = (
@@ -99,13 +100,18 @@ def branch_name(file: str) -> str:
     """``threshold-bot/rebaseline/<file>``, made a valid git ref (``git check-ref-format``);
     a path that had to change (characters outside ``A-Za-z0-9._-``, dots in the wrong place,
     a long component) ends with ``-`` and 8 hex digits of its hash, so distinct paths get
-    distinct branches."""
+    distinct branches.  A name over ``BRANCH_LIMIT`` characters keeps only the file's
+    name and that hash."""
     parts = [p for p in file.split("/") if p]
     safe = [_branch_part(p) for p in parts] or ["-"]
+    digest = hashlib.sha256(file.encode("utf-8")).hexdigest()[:8]
     if safe != parts:
-        digest = hashlib.sha256(file.encode("utf-8")).hexdigest()[:8]
         safe[-1] = f"{safe[-1][: BRANCH_PART_LIMIT - 9]}-{digest}"
-    return BRANCH_PREFIX + "/".join(safe)
+    name = BRANCH_PREFIX + "/".join(safe)
+    if len(name) > BRANCH_LIMIT:
+        last = safe[-1] if safe != parts else f"{safe[-1][: BRANCH_PART_LIMIT - 9]}-{digest}"
+        name = BRANCH_PREFIX + last
+    return name
 
 
 # --------------------------------------------------------------------------- the body

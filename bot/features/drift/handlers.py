@@ -77,7 +77,7 @@ def on_push(ctx: HandlerContext, payload: dict[str, Any]) -> None:
         ctx.delivery.installation_id or 0,
         info,
         ctx.history,
-        WatchOptions.of(ctx.settings),
+        WatchOptions.of(ctx.settings, ctx.locks),
     )
     for acted in done.acted:
         if acted.action not in ("unchanged", "skipped"):
@@ -92,7 +92,7 @@ def on_pull_closed(ctx: HandlerContext, payload: dict[str, Any]) -> None:
     item = records.by_number(ctx.sessions, repo, number)
     if item is None or item.pull != number:
         return
-    options = WatchOptions.of(ctx.settings)
+    options = WatchOptions.of(ctx.settings, ctx.locks)
     claimed = records.claim(
         ctx.sessions,
         repo=repo,
@@ -182,7 +182,7 @@ def on_issue_comment(ctx: HandlerContext, payload: dict[str, Any]) -> None:
             ctx.delivery.installation_id or 0,
             info,
             ctx.history,
-            WatchOptions.of(ctx.settings),
+            WatchOptions.of(ctx.settings, ctx.locks),
             only=item.file,
             command=command,
         )

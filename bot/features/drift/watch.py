@@ -25,6 +25,7 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from bot.adapters.github.api import GitHubAPI, GitHubFactory, RepoInfo
 from bot.adapters.github.errors import GitHubError
+from bot.adapters.locks import Locks
 from bot.adapters.settings import Settings
 from bot.adapters.store import drift as records
 from bot.core.access import guarded
@@ -36,7 +37,7 @@ from bot.features.drift.items import act
 from bot.features.drift.place import Acted, Place
 from bot.features.drift.read import BranchCache, BranchFiles, read_branch
 from bot.features.review.pull import HistoryRouter, repo_history
-from bot.features.review.recheck import review_and_track
+from bot.features.review.recheck import PullBusy, review_and_track
 from bot.features.review.report import ReportOptions
 
 log = logging.getLogger(__name__)
@@ -49,6 +50,7 @@ class WatchOptions:
     """The operator's bounds on a watch."""
 
     max_bytes: int  # per threshold file (MAX_THRESHOLD_FILE_BYTES)
+    locks: Locks  # the per-PR locks of the reviews it runs (bot.adapters.locks)
     max_files: int = 50  # threshold files per repository
     lease_seconds: float = 120.0  # how long a worker holds a file's record
     min_rate_remaining: int = 200  # GitHub requests an installation keeps for webhooks
@@ -56,10 +58,11 @@ class WatchOptions:
     reports: ReportOptions | None = None  # the interactive reports of the PRs it reviews
 
     @classmethod
-    def of(cls, settings: Settings) -> WatchOptions:
-        """The options ``settings`` set."""
+    def of(cls, settings: Settings, locks: Locks) -> WatchOptions:
+        """The options ``settings`` set, reviewing under ``locks``."""
         return cls(
             max_bytes=settings.max_threshold_file_bytes,
+            locks=locks,
             max_files=settings.drift_max_files,
             lease_seconds=settings.lease_seconds,
             min_rate_remaining=settings.drift_min_rate_remaining,
@@ -213,16 +216,20 @@ def _review(
     remote: HistoryFactory | None,
     options: WatchOptions,
 ) -> None:
-    review_and_track(
-        gh,
-        sessions,
-        installation_id,
-        repo,
-        number,
-        remote,
-        max_bytes=options.max_bytes,
-        reports=options.reports,
-    )
+    try:
+        review_and_track(
+            gh,
+            sessions,
+            installation_id,
+            repo,
+            number,
+            remote,
+            locks=options.locks,
+            max_bytes=options.max_bytes,
+            reports=options.reports,
+        )
+    except PullBusy as exc:  # another process is reviewing it (its ``opened`` delivery…)
+        log.info("drift watch: %s#%d not reviewed here: %s", repo, number, exc)
 
 
 def watch_round(
@@ -297,9 +304,10 @@ def drift_job(
     sessions: sessionmaker[Session],
     github: GitHubFactory,
     history: HistoryFactory,
+    locks: Locks,
 ) -> Callable[[], WatchReport]:
     """The periodic job: one ``watch_round`` with the App's settings."""
-    options = WatchOptions.of(settings)
+    options = WatchOptions.of(settings, locks)
     remote_for = remote_sources(settings, history)
 
     def job() -> WatchReport:

@@ -19,7 +19,7 @@ from bot.core.routing import Router
 from bot.features.context import HandlerContext
 from bot.features.payloads import PullRequestEvent
 from bot.features.review.pull import ReviewOutcome
-from bot.features.review.recheck import review_and_track
+from bot.features.review.recheck import PULL_WAIT_SECONDS, review_and_track
 from bot.features.review.report import ReportOptions
 
 REVIEW_ACTIONS = ("opened", "synchronize", "reopened", "ready_for_review")
@@ -65,8 +65,11 @@ def review_for_delivery(ctx: HandlerContext, repo: str, number: int) -> ReviewOu
         repo,
         number,
         ctx.history,
+        locks=ctx.locks,
         max_bytes=limit,
         reports=ReportOptions.of(ctx.settings),
+        # waiting for another review of the PR leaves this job time for its own
+        wait=min(PULL_WAIT_SECONDS, ctx.settings.job_timeout_seconds / 2),
     )
     if outcome.review is not None:
         ctx.log.info("reviewed %s#%d: %s", repo, number, outcome.review.conclusion)

@@ -11,7 +11,6 @@ file is a push, and the next PR event reviews against it.
 from __future__ import annotations
 
 import logging
-import threading
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
@@ -21,18 +20,25 @@ from bot.adapters.github.api import GitHubAPI, GitHubFactory
 from bot.adapters.github.errors import GitHubError
 from bot.adapters.history.cache import CachedSource, SyncResult
 from bot.adapters.history.sync import cached_source, sync_sources
+from bot.adapters.locks import Locks
 from bot.adapters.settings import DEFAULT_THRESHOLD_FILE_BYTES, Settings
 from bot.adapters.store import approvals, drift, tracked
 from bot.adapters.store.tracked import Tracked
 from bot.core.access import SourcePolicy, guarded
 from bot.core.history.sources import HistoryError
 from bot.core.models import SourceSpec
+from bot.core.retry import TransientError
 from bot.features.review.pull import RemoteHistory, ReviewOutcome, review_pull
 from bot.features.review.report import ReportOptions, ReportSink
 
 log = logging.getLogger(__name__)
 
-RECHECK_MINUTES = 15
+PULL_WAIT_SECONDS = 60.0  # how long a review waits for another review of the same PR
+
+
+class PullBusy(TransientError):
+    """Another review of the PR (in any process) held it for longer than the wait."""
+
 
 SyncSources = Callable[[Sequence[SourceSpec]], Mapping[str, SyncResult]]
 """Sync these sources; results keyed by ``SourceSpec.key()``."""
@@ -56,28 +62,52 @@ def review_and_track(
     number: int,
     remote_history: RemoteHistory | None,
     *,
+    locks: Locks,
     max_bytes: int = DEFAULT_THRESHOLD_FILE_BYTES,
     reports: ReportOptions | None = None,
+    wait: float = PULL_WAIT_SECONDS,
 ) -> ReviewOutcome:
     """Review a PR, then track it if its review reads remote history (else untrack it).
 
     ``remote_history`` must already be limited to what the installation may read;
     ``reports``: where its interactive report goes (``bot.features.review.report``).
-    Reviews of the same PR in this process run one at a time, so two deliveries close
-    together (``opened`` and a quick push) cannot both create the comment.
+    Reviews of the same PR run one at a time across every process (the lock
+    ``pull:OWNER/REPO#N`` of ``locks``), so two deliveries close together (``opened`` and a
+    quick push) cannot both create the comment; ``PullBusy`` (transient: the delivery is
+    retried) when another review held the PR for ``wait`` seconds.
     """
     item = drift.by_number(sessions, repo, number)
-    with _pull_lock(repo, number):
-        outcome = review_pull(
-            gh,
-            repo,
-            number,
-            remote_history=remote_history,
-            approvals=approvals.lookup(sessions),
-            max_bytes=max_bytes,
-            drift_branch=item.branch if item is not None and item.pull == number else None,
-            reports=ReportSink(reports, sessions) if reports is not None else None,
-        )
+    name = f"{repo}#{number}"
+    lease = locks.acquire(f"pull:{name}", wait=wait)
+    if lease is None:
+        raise PullBusy(f"{name} is being reviewed elsewhere (waited {wait:g} s)")
+    with lease:
+        log.info("reviewing pull request", extra={"pull": name})
+        try:
+            outcome = review_pull(
+                gh,
+                repo,
+                number,
+                remote_history=remote_history,
+                approvals=approvals.lookup(sessions),
+                max_bytes=max_bytes,
+                drift_branch=item.branch if item is not None and item.pull == number else None,
+                reports=ReportSink(reports, sessions) if reports is not None else None,
+            )
+            _track(sessions, installation_id, repo, number, outcome)
+        finally:  # the end of the exclusive section, also when the review failed
+            log.info("reviewed pull request", extra={"pull": name})
+    return outcome
+
+
+def _track(
+    sessions: sessionmaker[Session],
+    installation_id: int,
+    repo: str,
+    number: int,
+    outcome: ReviewOutcome,
+) -> None:
+    """Track the reviewed PR if its review read remote history, else forget it."""
     remote = tuple(spec for spec in outcome.sources if spec.kind != "file")
     with sessions.begin() as session:
         if outcome.status == "reviewed" and remote:
@@ -98,16 +128,6 @@ def review_and_track(
             )
         else:
             tracked.untrack(session, repo, number)
-    return outcome
-
-
-_locks: dict[tuple[str, int], threading.Lock] = {}
-_locks_guard = threading.Lock()
-
-
-def _pull_lock(repo: str, number: int) -> threading.Lock:
-    with _locks_guard:
-        return _locks.setdefault((repo, number), threading.Lock())
 
 
 def unique_sources(pulls: Sequence[Tracked]) -> list[SourceSpec]:
@@ -139,14 +159,16 @@ def recheck(
     github: GitHubFactory,
     remote_history: RemoteHistory,
     sync: SyncSources,
+    locks: Locks,
     policy: SourcePolicy | None = None,
     max_bytes: int = DEFAULT_THRESHOLD_FILE_BYTES,
     reports: ReportOptions | None = None,
 ) -> RecheckReport:
     """Sync the tracked PRs' sources and re-review the PRs whose sources changed.
 
-    With a ``policy``, a tracked source the PR's installation may no longer read is not
-    synced, and each re-review reads only what its installation may.
+    ``locks``: the per-PR locks of the reviews.  With a ``policy``, a tracked source the
+    PR's installation may no longer read is not synced, and each re-review reads only what
+    its installation may.
     """
     with sessions() as session:
         pulls = tracked.tracked(session)
@@ -175,10 +197,11 @@ def recheck(
                 pull.repo,
                 pull.number,
                 history,
+                locks=locks,
                 max_bytes=max_bytes,
                 reports=reports,
             )
-        except (GitHubError, HistoryError) as exc:
+        except (GitHubError, HistoryError, PullBusy) as exc:
             log.warning("re-check of %s failed: %s", name, exc)
             failed.append(f"{name}: {exc}")
             continue
@@ -205,6 +228,7 @@ def recheck_job(
     sessions: sessionmaker[Session],
     github: GitHubFactory,
     remote_history: RemoteHistory,
+    locks: Locks,
 ) -> Callable[[], RecheckReport]:
     """The periodic job: ``recheck`` with the run cache of ``settings`` (built on first run)."""
     caches: list[CachedSource] = []
@@ -221,6 +245,7 @@ def recheck_job(
             github,
             remote_history,
             sync,
+            locks,
             settings.source_policy(),
             settings.max_threshold_file_bytes,
             reports,
