@@ -24,7 +24,7 @@ import signal
 import subprocess
 import sys
 from collections import Counter
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -150,12 +150,13 @@ class Cluster:
         self.members.append(member)
         return member
 
-    def worker(self, *, wait: bool = True, **env: str) -> Member:
-        """Start ``worker``; with ``wait``, return once its threads run."""
+    def worker(self, *, wait: bool = True, prefix: Sequence[str] = (), **env: str) -> Member:
+        """Start ``worker`` (its command after ``prefix``, e.g. ``unshare``: it must exec the
+        worker in its own process); with ``wait``, return once its threads run."""
         name, log = self._log("worker")
         with log.open("ab") as out:
             proc = subprocess.Popen(
-                [sys.executable, "-m", "bot.cli.serve", "worker"],
+                [*prefix, sys.executable, "-m", "bot.cli.serve", "worker"],
                 env={**self.env, **env},
                 cwd=self.workdir,
                 stdout=out,

@@ -15,6 +15,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterator
+from datetime import UTC
 from pathlib import Path
 
 import httpx
@@ -55,12 +56,13 @@ def env(tmp_path: Path, backends: dict[str, str]) -> Iterator[dict[str, str]]:
     yield values
 
 
-def _effects(path: Path) -> tuple[list[tuple[str, int]], dict[str, int]]:
+def _effects(path: Path) -> tuple[list[tuple[str, int, float]], dict[str, int]]:
+    """What the slow handler recorded: each start (delivery, attempt, time), each completion."""
     if not path.exists():
         return [], {}
     conn = sqlite3.connect(path, timeout=30)
     try:
-        started = conn.execute("SELECT delivery, attempt FROM started").fetchall()
+        started = conn.execute("SELECT delivery, attempt, at FROM started").fetchall()
         done = dict(conn.execute("SELECT delivery, attempt FROM completed").fetchall())
     except sqlite3.OperationalError:  # tables not created yet
         return [], {}
@@ -85,7 +87,7 @@ def test_kill_9_while_queued_and_running_then_restart(tmp_path: Path, env: dict[
     first.stop(signal.SIGKILL)
 
     started_before, completed_before = _effects(effects)
-    interrupted = {d for d, _ in started_before} - set(completed_before)
+    interrupted = {d for d, _, _ in started_before} - set(completed_before)
     assert interrupted, "the kill must catch at least one delivery mid-run"
     assert len(completed_before) < N, "the kill must leave queued deliveries behind"
 
@@ -107,7 +109,7 @@ def test_kill_9_while_queued_and_running_then_restart(tmp_path: Path, env: dict[
         started, completed = _effects(effects)
         assert sorted(completed) == sorted(ids)  # each completed, recorded once
         runs: dict[str, int] = {}
-        for delivery_id, _ in started:
+        for delivery_id, _, _ in started:
             runs[delivery_id] = runs.get(delivery_id, 0) + 1
         for delivery_id in ids:
             stored = deliveries.get(sessions, delivery_id)
@@ -161,7 +163,9 @@ def test_a_restart_takes_over_the_killed_servers_jobs_without_waiting_for_the_le
         assert time.monotonic() - restarted < lease / 10
         started, completed = _effects(effects)
         assert completed == {d: 2 for d in ids}  # finished once each, by the second attempt
-        assert sorted(started) == sorted((d, attempt) for d in ids for attempt in (1, 2))
+        assert sorted((d, a) for d, a, _ in started) == sorted(
+            (d, attempt) for d in ids for attempt in (1, 2)
+        )
         for delivery_id in ids:
             stored = deliveries.get(sessions, delivery_id)
             assert stored is not None and stored.attempts == 2
@@ -255,7 +259,7 @@ def test_a_worker_killed_mid_job_is_taken_over_by_the_other_workers(
     started, completed = _effects(effects)
     assert sorted(completed) == sorted(ids)  # each completed, recorded once
     runs: dict[str, int] = {}
-    for delivery_id, _ in started:
+    for delivery_id, _, _ in started:
         runs[delivery_id] = runs.get(delivery_id, 0) + 1
     finished_by = done_lines(workers)
     assert sorted(d for d, _ in finished_by) == sorted(ids)  # one "done" line each
@@ -272,3 +276,80 @@ def test_a_worker_killed_mid_job_is_taken_over_by_the_other_workers(
     assert took < lease + 30, took  # taken over within the lease and a sweep, plus the work
     logs = "".join(w.log.read_text() for w in workers if w is not victim)
     assert "taking over the deliveries of dead workers" in logs
+
+
+OTHER_HOST = "threshold-other-host"
+# the worker in a UTS namespace of its own, named as another host: its holder name
+# (``bot.app.owners``) is then one this host cannot tell dead, as a worker of another machine
+ON_ANOTHER_HOST = ("unshare", "--uts", "sh", "-c", f'hostname {OTHER_HOST} && exec "$@"', "sh")
+
+
+def _other_hosts_unavailable() -> str | None:
+    try:
+        done = subprocess.run([*ON_ANOTHER_HOST, "true"], capture_output=True, timeout=30)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return f"cannot run a worker as another host with `unshare --uts`: {exc}"
+    if done.returncode != 0:
+        return f"cannot run a worker as another host (`unshare --uts` needs root): {done.stderr!r}"
+    return None
+
+
+def test_a_killed_worker_of_another_host_is_taken_over_once_its_lease_ran_out(
+    tmp_path: Path, env: dict[str, str]
+) -> None:
+    """A worker this host cannot tell dead (another host name) is killed with ``kill -9`` while
+    it runs deliveries: the workers here take them over only after its lease ran out, and
+    finish each once."""
+    reason = _other_hosts_unavailable()
+    if reason:
+        pytest.skip(reason)
+    lease = 4.0
+    env = {**env, "LEASE_SECONDS": str(lease), "CRASH_TEST_SECONDS": "1"}
+    effects = Path(env["CRASH_TEST_DB"])
+    sessions = init_db(make_engine(env["DATABASE_URL"]))
+    with Cluster(env, tmp_path) as cluster:
+        server = cluster.serve()
+        victim = cluster.worker(prefix=ON_ANOTHER_HOST)
+        ids = []
+        with httpx.Client(base_url=server.url or "", timeout=30) as client:
+            for _ in range(6):
+                body, headers = signed(EVENT, fixture("push"), SECRET)
+                assert client.post("/webhook", content=body, headers=headers).status_code == 202
+                ids.append(headers["X-GitHub-Delivery"])
+        wait_until(lambda: victim.pid in running_by_pid(sessions), 60, "the worker to run")
+
+        def held(member: object) -> dict[str, tuple[str, float]]:
+            """The victim's running deliveries: holder and lease end (epoch seconds)."""
+            found = {}
+            for delivery_id in running_by_pid(sessions)[victim.pid]:
+                row = deliveries.get(sessions, delivery_id)
+                assert row is not None
+                with sessions() as session:
+                    stored = session.get(deliveries.DeliveryRow, delivery_id)
+                    assert stored is not None and stored.lease_until is not None
+                    holder, until = stored.claimed_by or "", stored.lease_until
+                found[delivery_id] = (holder, until.replace(tzinfo=UTC).timestamp())
+            return found
+
+        interrupted = cluster.kill(victim, held)
+        assert interrupted and all(h.startswith(f"{OTHER_HOST}:") for h, _ in interrupted.values())
+        survivors = [cluster.worker() for _ in range(2)]
+
+        def all_done() -> bool:
+            return all(
+                (d := deliveries.get(sessions, i)) is not None and d.status == "done" for i in ids
+            )
+
+        wait_until(all_done, timeout=120, what="every delivery to be done")
+        cluster.stop()
+
+    started, completed = _effects(effects)
+    assert sorted(completed) == sorted(ids)  # each completed, recorded once
+    for delivery_id, (_, until) in interrupted.items():
+        second = [at for d, attempt, at in started if d == delivery_id and attempt == 2]
+        assert len(second) == 1, delivery_id  # taken over once...
+        assert second[0] >= until, (second[0], until)  # ...and not before its lease ran out
+        stored = deliveries.get(sessions, delivery_id)
+        assert stored is not None and stored.attempts == 2
+    logs = "".join(w.log.read_text() for w in survivors)
+    assert "taking over the deliveries of dead workers" not in logs  # not known dead: leases
