@@ -116,8 +116,7 @@ def build(
     )
     queue.bind(worker.run)
     scheduler = Scheduler(sessions, locks, holder)
-    period = settings.recheck_seconds
-    # bot.features.review.recheck
+    period = settings.recheck_seconds  # the re-check (bot.features.review.recheck)
     scheduler.add(
         "recheck", period, recheck_job(settings, sessions, worker.github, worker.history, locks)
     )

@@ -6,6 +6,8 @@ Registered by ``bot.cli.main`` as the ``db`` group.  The store is ``--database-u
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Annotated, NoReturn
 
@@ -61,19 +63,26 @@ def _unreachable(exc: SQLAlchemyError) -> NoReturn:
     fail(f"cannot use the store: {first[0] if first else exc.__class__.__name__}")
 
 
-@db_app.command("upgrade")
-def upgrade_command(database_url: DatabaseUrl = None) -> None:
-    """Create the store's schema, or upgrade it to the one this version runs on."""
-    url = _url(database_url)
-    engine: Engine = make_engine(url)
+@contextmanager
+def _store(url: str) -> Iterator[Engine]:
+    """An engine on the store, disposed at the end; a schema error or an unreachable
+    database ends the command with one line."""
+    engine = make_engine(url)
     try:
-        found, now = schema.upgrade(engine)
+        yield engine
     except schema.SchemaError as exc:
         fail(str(exc))
     except SQLAlchemyError as exc:
         _unreachable(exc)
     finally:
         engine.dispose()
+
+
+@db_app.command("upgrade")
+def upgrade_command(database_url: DatabaseUrl = None) -> None:
+    """Create the store's schema, or upgrade it to the one this version runs on."""
+    with _store(_url(database_url)) as engine:
+        found, now = schema.upgrade(engine)
     if found == now:
         typer.echo(f"the store is at revision {now} already: up to date")
     elif found is None:
@@ -89,15 +98,8 @@ def current_command(database_url: DatabaseUrl = None) -> None:
     needed = schema.head()
     found: str | None = None
     if not _missing_file(url):
-        engine = make_engine(url)
-        try:
+        with _store(url) as engine:
             found = schema.current(engine)
-        except schema.SchemaError as exc:
-            fail(str(exc))
-        except SQLAlchemyError as exc:
-            _unreachable(exc)
-        finally:
-            engine.dispose()
     if found == needed:
         typer.echo(f"{needed}: up to date")
         return
