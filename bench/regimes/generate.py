@@ -18,6 +18,25 @@ to end, and a slow sinusoid over the whole history).
 taken literally: 300 runs, 5 regimes of at least 10 runs, levels around 0.5,
 Gaussian noise sigma 0.02, steps of 3-10 sigma (all labelled) and 1-2 % isolated
 single-run outliers of 5-10 sigma.
+
+Trend scenarios (``TREND_SCENARIOS``, ``trend_set``; issue 17), each generated from
+its own random stream so that the five above stay as they were.  Lengths, scales and
+noise units (sigma) are drawn as above; the noise is CI-like (Gaussian, Student-t or
+AR(1), drawn per series) and about 2 % bad runs are added, except in random walks:
+
+- ``trend``: a straight line over 15 to 80 sigma end to end, up or down; no boundary.
+- ``curved``: exponential growth or decay (rate 1-5 over the history), a quadratic
+  (its vertex anywhere from before the start to 70 % of the history) or a logistic
+  saturating curve; 15 to 80 sigma from lowest to highest, steepest at most 1 sigma
+  per run; no boundary.
+- ``trend+steps``: a ``trend`` or ``curved`` shape with 1-4 labelled steps of 3-10
+  sigma and 0-2 minor ones (1-3 sigma) on top.
+- ``walk``: a random walk (Gaussian increments, sd sigma), in half of the series
+  plus measurement noise of up to one increment sd; no boundary, no bad runs.
+- ``walk+jumps``: a ``walk`` with 1-2 labelled jumps of 15-40 increment sds.
+- ``seasonal``: a sinusoid of period 7-52 runs and amplitude 2-6 sigma (in half of
+  the series with a second harmonic of up to half that amplitude) plus noise, with
+  0-3 labelled steps of 3-10 sigma.
 """
 
 from __future__ import annotations
@@ -227,3 +246,95 @@ def history(
             )
         )
     return runs, tuple(starts)
+
+
+TREND_SCENARIOS = ("trend", "curved", "trend+steps", "walk", "walk+jumps", "seasonal")
+_STEEPEST = 1.0  # curved shapes change by at most this many sigma per run
+
+
+def _curve(rng: np.random.Generator, n: int, curved: bool) -> NDArray[np.float64]:
+    """A trend shape in sigma units: a line or a curve spanning 15-80, signed at random."""
+    u = np.linspace(0.0, 1.0, n)
+    if not curved:
+        shape = u
+    else:
+        kind = rng.integers(0, 3)
+        if kind == 0:  # exponential growth (convex) or decay towards a level (concave)
+            rate = rng.uniform(1.0, 5.0)
+            shape = np.expm1(rate * u) if rng.random() < 0.5 else -np.expm1(-rate * u)
+        elif kind == 1:
+            shape = (u - rng.uniform(-0.3, 0.7)) ** 2
+        else:  # logistic, saturating
+            shape = 1.0 / (1.0 + np.exp(-rng.uniform(4.0, 10.0) * (u - rng.uniform(0.3, 0.7))))
+        shape = np.asarray(shape, dtype=np.float64)
+    shape = (shape - shape.min()) / np.ptp(shape)
+    span = np.exp(rng.uniform(np.log(15.0), np.log(80.0)))
+    span = min(span, _STEEPEST / float(np.abs(np.diff(shape)).max()))
+    return np.asarray(span * shape * rng.choice([-1.0, 1.0]), dtype=np.float64)
+
+
+def _steps(
+    rng: np.random.Generator, n: int, real: int, minor: int, size: tuple[float, float] = (3, 10)
+) -> tuple[NDArray[np.float64], tuple[int, ...], tuple[int, ...]]:
+    """Levels in sigma units: ``real`` steps of ``size`` and ``minor`` of 1-3; their starts.
+
+    Step sizes are log-uniform, signs random.
+    """
+    if real + minor == 0:
+        return np.zeros(n), (), ()
+    starts = _regime_starts(rng, n, real + minor + 1)
+    is_real = rng.permutation([True] * real + [False] * minor)
+    low, high = np.where(is_real, size[0], 1.0), np.where(is_real, size[1], REAL_STEP)
+    sizes = np.exp(rng.uniform(np.log(low), np.log(high))) * rng.choice([-1.0, 1.0], real + minor)
+    levels = np.repeat(np.concatenate(([0.0], np.cumsum(sizes))), np.diff([0, *starts, n]))
+    truth = tuple(s for s, r in zip(starts, is_real, strict=True) if r)
+    small = tuple(s for s, r in zip(starts, is_real, strict=True) if not r)
+    return levels, truth, small
+
+
+def make_trend_series(rng: np.random.Generator, scenario: str) -> Series:
+    """One labelled series of a trend scenario (see the module docstring)."""
+    n = int(rng.integers(150, 401))
+    scale = 10.0 ** rng.uniform(-4, 4)
+    sigma = scale * 10.0 ** rng.uniform(-2.5, -1.0)
+    truth: tuple[int, ...] = ()
+    minor: tuple[int, ...] = ()
+    if scenario in ("walk", "walk+jumps"):
+        shape = np.cumsum(rng.normal(0.0, 1.0, n))
+        if rng.random() < 0.5:
+            shape += rng.uniform(0.0, 1.0) * rng.normal(0.0, 1.0, n)
+        if scenario == "walk+jumps":
+            jumps, truth, _ = _steps(rng, n, int(rng.integers(1, 3)), 0, (15.0, 40.0))
+            shape += jumps
+        return Series(scale + sigma * shape, truth, minor, scenario)
+    noise = _noise(rng, n, str(rng.choice(["ci", "heavy", "ar"])))
+    if scenario == "seasonal":
+        t = np.arange(n)
+        period = rng.uniform(7.0, 52.0)
+        phase = rng.uniform(0.0, 2 * np.pi)
+        amplitude = rng.uniform(2.0, 6.0)
+        shape = amplitude * np.sin(2 * np.pi * t / period + phase)
+        if rng.random() < 0.5:
+            second = amplitude * rng.uniform(0.0, 0.5)
+            shape += second * np.sin(4 * np.pi * t / period + rng.uniform(0.0, 2 * np.pi))
+        levels, truth, minor = _steps(rng, n, int(rng.integers(0, 4)), 0)
+        shape += levels
+    else:
+        shape = _curve(rng, n, scenario == "curved" or (scenario != "trend" and rng.random() < 0.5))
+        if scenario == "trend+steps":
+            levels, truth, minor = _steps(rng, n, int(rng.integers(1, 5)), int(rng.integers(0, 3)))
+            shape += levels
+    values = scale + sigma * (shape + noise)
+    _add_bad_runs(rng, values, sigma)
+    return Series(values, truth, minor, scenario)
+
+
+def trend_set(
+    seed: int, per_scenario: int, scenarios: tuple[str, ...] = TREND_SCENARIOS
+) -> list[Series]:
+    """``per_scenario`` series of each trend scenario, every one from its own stream."""
+    out = []
+    for name in scenarios:
+        rng = np.random.default_rng((seed, 17, TREND_SCENARIOS.index(name)))
+        out += [make_trend_series(rng, name) for _ in range(per_scenario)]
+    return out

@@ -16,6 +16,7 @@ __all__ = [
     "iso_date",
     "iso_date_time",
     "move",
+    "per_run",
     "percent",
     "plural",
     "significant",
@@ -140,3 +141,13 @@ def move(before: float, after: float) -> str:
         if left != right:
             break
     return f"{left} → {right}"
+
+
+def per_run(slope: float, relative: float | None) -> str:
+    """A trend's rate, signed, to 2 significant digits: as a percentage when ``relative``
+    (the slope over the level) is known, ``−0.2% per run``; else in the metric's units,
+    ``+0.0012 per run``."""
+    rate = slope if relative is None else relative * 100
+    sign = "−" if rate < 0 else "+"
+    unit = "" if relative is None else "%"
+    return f"{sign}{significant(abs(rate), 2)}{unit} per run"

@@ -562,8 +562,28 @@ class GateReview(Frozen):
     chart: GateChart | None = Field(default=None, exclude=True)
 
 
+class Trend(Frozen):
+    """A metric drifting steadily through one regime: its least-squares line over the regime."""
+
+    slope: float  # change per run, in the metric's units
+    first: float  # the line's value at the regime's first run having the metric
+    last: float  # … and at its last run having the metric
+    runs: int  # runs of the regime having the metric
+
+    @property
+    def relative(self) -> float | None:
+        """The slope as a fraction of the line's last value (None when that is 0)."""
+        return self.slope / abs(self.last) if self.last != 0 else None
+
+
 class Regime(Frozen):
-    """A stretch of finished runs with stable metrics."""
+    """A stretch of finished runs whose metrics hold a level or drift steadily.
+
+    ``trends`` has the metrics that drift through this regime (absent: flat); ``slope`` is the
+    per-run slope of the gated metric that drifts most (in its noise units; any metric read when
+    no gated one drifts), None when none drifts; ``wandering`` names the metrics with no stable
+    level at all (a random walk: reported, cut only at its jumps).
+    """
 
     start: datetime
     end: datetime
@@ -571,6 +591,9 @@ class Regime(Frozen):
     medians: dict[str, float]
     first_index: int = 0  # index into the finished runs, oldest first
     last_index: int = 0
+    slope: float | None = None
+    trends: dict[str, Trend] = Field(default_factory=dict)
+    wandering: tuple[str, ...] = ()
 
 
 class MetricShift(Frozen):

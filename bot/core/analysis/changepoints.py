@@ -44,6 +44,7 @@ from bot.core.analysis.noise import (
     step_between,
     step_margin,
 )
+from bot.core.analysis.trends import find_trends, walk_jumps
 from bot.core.models import RegimeSettings
 
 _CANDIDATE_Z = 2.5  # liberal threshold for candidate positions (noise units)
@@ -52,6 +53,7 @@ _SHORT_PENALTY = 4.0  # extra penalty per log(n / length of the shorter side)
 _NOISE_REACH = 2  # segment noise looks this many effect windows from a boundary
 _COARSE = 3.0  # penalty factor of the segmentation the autocorrelation is measured on
 _MAX_RHO = 0.9  # cap of the lag-1 autocorrelation used to inflate the penalty
+_KINK_REACH = 6  # a jump between trends is measured on lines of this many regime lengths
 
 
 def candidates(cumsum: FloatArray, sigma: float, min_size: int) -> NDArray[np.int64]:
@@ -263,6 +265,9 @@ class Detection:
     changepoints: list[int]  # first index of each new segment
     effects: list[float]  # |step| in noise units at each change point (inf: constant sides)
     sigma: float  # robust noise scale of the series (0: piecewise constant)
+    cleaned: FloatArray | None = None  # the values with bad runs replaced (None: too few runs)
+    slope_penalty: float = math.inf  # what a slope must save, in squared noise units
+    wandering: bool = False  # no stable level: a random walk, cut only at its jumps
 
 
 def detect(values: ArrayLike, settings: RegimeSettings = RegimeSettings()) -> Detection:
@@ -291,9 +296,23 @@ def detect(values: ArrayLike, settings: RegimeSettings = RegimeSettings()) -> De
     series = _Cleaned(x, SegmentNoise(x, noise, min_size, segment_half(min_size)))
     bounds = _prune_by_effect(series, bounds, settings, beta * lrv)
     bounds = _refine_l1(x, bounds, min_size)
+    trends = find_trends(
+        x / sigma,
+        bounds,
+        beta=beta,
+        penalty=beta * lrv,
+        min_effect=settings.min_effect_sigma,
+        reach=_KINK_REACH * min_size,
+    )
+    bounds = walk_jumps(x, trends.bounds, min_size) if trends.wandering else trends.bounds
     window = EFFECT_WINDOW * min_size
-    effects = [series.step_at(a, b, c, window).effect for a, b, c in _triples(bounds)]
-    return Detection(bounds[1:-1], effects, noise)
+    effects = [
+        (trends.jump_at(a, b, c) if noise > 0 else math.inf)
+        if trends.sloped(a, b) or trends.sloped(b, c)
+        else series.step_at(a, b, c, window).effect
+        for a, b, c in _triples(bounds)
+    ]
+    return Detection(bounds[1:-1], effects, noise, x, trends.slope_penalty, trends.wandering)
 
 
 def detect_changepoints(

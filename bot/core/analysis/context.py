@@ -18,7 +18,7 @@ from bot.core.analysis.keys import (
 )
 from bot.core.analysis.values import Extraction, extract, extraction_of
 from bot.core.analysis.windows import FloatArray, Series, run_times
-from bot.core.models import Change, Gate, Regime, Run
+from bot.core.models import Change, Gate, Regime, Run, Trend
 
 __all__ = ["HistoryContext"]
 
@@ -73,9 +73,21 @@ class HistoryContext:
         )
 
     def regime_start(self, metric: str) -> datetime | None:
-        """Start of ``metric``'s current regime: its newest change (None: all runs)."""
+        """Start of ``metric``'s current regime: its newest change (None: all runs); when it
+        drifts in the newest regime, that regime's start."""
+        drift = self.trend(metric)
+        if drift is not None:
+            return drift[0].start
         changes = self.changes_of(metric)
         return changes[-1].at if changes else None
+
+    def trend(self, metric: str) -> tuple[Regime, Trend] | None:
+        """The newest regime and ``metric``'s trend in it, when it drifts there."""
+        if not self.regimes:
+            return None
+        current = self.regimes[-1]
+        found = current.trends.get(self.key(metric))
+        return None if found is None else (current, found)
 
     @property
     def newest(self) -> datetime | None:

@@ -10,8 +10,8 @@ from collections.abc import Sequence
 from datetime import datetime
 
 from bot.core.analysis.failures import Diagnosis
-from bot.core.formatting import day_month, move, plural, significant
-from bot.core.models import Band, Change, Failures, Tolerance, WindowInfo
+from bot.core.formatting import day_month, move, per_run, plural, significant
+from bot.core.models import Band, Change, Failures, Tolerance, Trend, WindowInfo
 
 __all__ = [
     "aggregation_warning",
@@ -20,9 +20,11 @@ __all__ = [
     "describe_old",
     "describe_proposed",
     "describe_reference",
+    "describe_trend",
     "short_window_warning",
     "straddle_warning",
     "tolerance_warning",
+    "trend_warning",
 ]
 
 
@@ -202,3 +204,44 @@ def short_window_warning(window: WindowInfo, wanted: int) -> str:
     """The window holds fewer runs than asked for."""
     runs = plural(window.runs, "run")
     return f"only {runs} in the window ({wanted} wanted)"
+
+
+def _projection(value: str, runs: int | None, verb: str) -> str:
+    """``0.50 fails in ~12 runs``; ``its trend line is already past 0.50`` (``runs`` 0)."""
+    if runs == 0:
+        return f"its trend line is already past {value}"
+    return f"{value} {verb} in ~{plural(runs or 0, 'run')}"
+
+
+def describe_trend(
+    metric: str,
+    trend: Trend,
+    since: datetime,
+    *,
+    value: str,
+    runs: int | None,
+    reference: datetime | None = None,
+) -> str:
+    """The gate's failures come from a trend: ``m has been drifting down since 3 May (−0.2%
+    per run); at this rate 0.50 fails in ~12 runs``. ``runs``: runs until the trend line
+    reaches ``value`` (``projection.runs_until_fails``; None: no projection)."""
+    way = "down" if trend.slope < 0 else "up"
+    text = (
+        f"{metric} has been drifting {way} since {day_month(since, reference)}"
+        f" ({per_run(trend.slope, trend.relative)})"
+    )
+    if runs is None:
+        return text
+    at_rate = "" if runs == 0 else "at this rate "
+    return f"{text}; {at_rate}{_projection(value, runs, 'fails')}"
+
+
+def trend_warning(metric: str, trend: Trend, *, value: str, runs: int | None) -> str:
+    """A limit on a drifting metric goes stale: ``m drifts −0.2% per run: 0.56 would fail in
+    ~9 runs; …`` (``runs``: as for :func:`describe_trend`; None: the line moves away)."""
+    head = f"{metric} drifts {per_run(trend.slope, trend.relative)}"
+    if runs is None:
+        head += f", away from {value}"
+    else:
+        head += f": {_projection(value, runs, 'would fail')}"
+    return f"{head}; a limit on a trending metric goes stale"

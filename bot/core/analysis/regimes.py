@@ -20,7 +20,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from bot.core import deadline
-from bot.core.analysis.changepoints import EFFECT_WINDOW, detect
+from bot.core.analysis.changepoints import EFFECT_WINDOW, Detection, detect
 from bot.core.analysis.noise import (
     FloatArray,
     SegmentNoise,
@@ -31,7 +31,8 @@ from bot.core.analysis.noise import (
     segment_half,
     step_margin,
 )
-from bot.core.models import Change, MetricShift, Regime, RegimeSettings, Run
+from bot.core.analysis.trends import Fits, drift_line
+from bot.core.models import Change, MetricShift, Regime, RegimeSettings, Run, Trend
 
 
 @dataclass(frozen=True)
@@ -58,15 +59,15 @@ def metric_matrix(runs: Sequence[Run], names: Sequence[str]) -> FloatArray:
 
 def _metric_points(
     values: FloatArray, metric: str, settings: RegimeSettings
-) -> tuple[list[_Point], float]:
-    """Change points of one metric column (NaN = missing) in run indices, and its noise."""
+) -> tuple[list[_Point], Detection]:
+    """Change points of one metric column (NaN = missing) in run indices, and its detection."""
     present = np.flatnonzero(~np.isnan(values))
     found = detect(values[present], settings)
     points = [
         _Point(int(present[i]), metric, effect)
         for i, effect in zip(found.changepoints, found.effects, strict=True)
     ]
-    return points, found.sigma
+    return points, found
 
 
 def _cluster(points: list[_Point], n: int, settings: RegimeSettings) -> list[list[_Point]]:
@@ -157,29 +158,60 @@ def _shift(s: Step) -> MetricShift:
 
 @dataclass(frozen=True)
 class _Stretch:
-    """One metric inside one regime: its median, noise and number of runs with it."""
+    """One metric inside one regime: its median, noise, runs with it and its trend if any."""
 
     median: float
     sigma: float
     runs: int
+    trend: Trend | None = None
+
+    @property
+    def first(self) -> float:
+        """Where the stretch starts: its trend line's first value, else its median."""
+        return self.median if self.trend is None else self.trend.first
+
+    @property
+    def last(self) -> float:
+        """Where the stretch ends: its trend line's last value, else its median."""
+        return self.median if self.trend is None else self.trend.last
+
+
+def _trend(fits: Fits | None, a: int, b: int, found: Detection, min_effect: float) -> Trend | None:
+    """The metric's trend over its values [a, b) (None: flat, wandering or too few runs)."""
+    if fits is None or found.wandering:
+        return None
+    line = drift_line(fits, a, b, found.slope_penalty, min_effect)
+    if line is None:
+        return None
+    scale = found.sigma
+    return Trend(
+        slope=line.slope * scale,
+        first=line.at(a) * scale,
+        last=line.at(b - 1) * scale,
+        runs=b - a,
+    )
 
 
 def _stretches(
-    column: FloatArray, edges: Sequence[int], prior: float, settings: RegimeSettings
+    column: FloatArray, edges: Sequence[int], found: Detection, settings: RegimeSettings
 ) -> list[_Stretch | None]:
-    """Per regime, the metric's median and in-regime noise (None: no run has it)."""
+    """Per regime, the metric's median, in-regime noise and trend (None: no run has it)."""
     present = np.flatnonzero(~np.isnan(column))
     values = column[present]
+    prior = found.sigma
     noise = SegmentNoise(
         values, prior, settings.min_regime_runs, segment_half(settings.min_regime_runs)
     )
+    cleaned = found.cleaned
+    fits = Fits(cleaned / prior) if cleaned is not None and prior > 0 else None
     cuts = [int(c) for c in np.searchsorted(present, edges)]
     out: list[_Stretch | None] = []
     for a, b in itertools.pairwise(cuts):
         if a == b:
             out.append(None)
-        else:
-            out.append(_Stretch(float(np.median(values[a:b])), noise(a, b), b - a))
+            continue
+        trend = _trend(fits, a, b, found, settings.min_effect_sigma)
+        out.append(_Stretch(float(np.median(values[a:b])), noise(a, b), b - a, trend))
     return out
 
 
@@ -194,6 +226,7 @@ def _moved_metrics(
 
     Those with a change point in the boundary's cluster, and those whose move between
     the two regimes passes the same effect-size and significance tests; largest first.
+    A drifting stretch moves from where its trend line ends to where the next one starts.
     """
     steps: list[tuple[str, Step]] = []
     for name, table in stretches.items():
@@ -201,11 +234,38 @@ def _moved_metrics(
         if left is None or right is None:
             continue
         pooled = pooled_sigma(left.runs, left.sigma, right.runs, right.sigma)
-        s = Step(left.median, right.median, pooled, left.runs, right.runs)
+        s = Step(left.last, right.first, pooled, left.runs, right.runs)
         if name in detected or step_margin(s, settings, beta) >= 1.0:
             steps.append((name, s))
     steps.sort(key=lambda item: (-item[1].effect, item[0]))
     return {name: _shift(s) for name, s in steps}
+
+
+def _trends(stretches: dict[str, list[_Stretch | None]], regime: int) -> dict[str, Trend]:
+    """The metrics drifting through one regime, with their trend lines."""
+    out = {}
+    for name, table in stretches.items():
+        stretch = table[regime]
+        if stretch is not None and stretch.trend is not None:
+            out[name] = stretch.trend
+    return out
+
+
+def _steepest(
+    stretches: dict[str, list[_Stretch | None]],
+    regime: int,
+    detections: dict[str, Detection],
+    preferred: Sequence[str] | None,
+) -> float | None:
+    """The per-run slope of the metric drifting most through a regime (in its noise units),
+    among ``preferred`` (the gated metrics) when one of them drifts."""
+    trends = _trends(stretches, regime)
+    chosen = [name for name in trends if preferred is not None and name in preferred]
+    drifts = [
+        (abs(trends[name].slope) * trends[name].runs / detections[name].sigma, name)
+        for name in chosen or trends
+    ]
+    return trends[max(drifts)[1]].slope if drifts else None
 
 
 def _medians(block: FloatArray, names: Sequence[str]) -> dict[str, float]:
@@ -250,16 +310,22 @@ def detect_regimes(
         names = sorted({name for run in runs for name in run.summary})
         wanted = set(names) if metrics is None else set(metrics) & set(names)
     matrix = metric_matrix(runs, names)
-    priors: dict[str, float] = {}
+    detections: dict[str, Detection] = {}
     points: list[_Point] = []
     for j, name in enumerate(names):
         if name in wanted:
             deadline.check(f"segmenting {name}")
-            found, priors[name] = _metric_points(matrix[:, j], name, settings)
+            found, detections[name] = _metric_points(matrix[:, j], name, settings)
             points.extend(found)
     clusters = _cluster(points, n, settings)
     columns = {name: j for j, name in enumerate(names)}
     edges = [0, *_place(clusters, matrix, columns, settings), n]
+    stretches = {
+        name: _stretches(matrix[:, j], edges, detections[name], settings)
+        for j, name in enumerate(names)
+        if name in wanted
+    }
+    wandering = tuple(name for name, found in detections.items() if found.wandering)
     regimes = [
         Regime(
             start=runs[a].created_at,
@@ -268,14 +334,12 @@ def detect_regimes(
             medians=_medians(matrix[a:b], names),
             first_index=a,
             last_index=b - 1,
+            slope=_steepest(stretches, i, detections, metrics),
+            trends=_trends(stretches, i),
+            wandering=wandering,
         )
-        for a, b in itertools.pairwise(edges)
+        for i, (a, b) in enumerate(itertools.pairwise(edges))
     ]
-    stretches = {
-        name: _stretches(matrix[:, j], edges, priors[name], settings)
-        for j, name in enumerate(names)
-        if name in wanted
-    }
     beta = settings.penalty * math.log(max(n, 2))
     changes = []
     for i, (b, cluster) in enumerate(zip(edges[1:-1], clusters, strict=True)):

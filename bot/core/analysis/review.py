@@ -13,14 +13,17 @@ from bot.core.analysis.charts import gate_chart, metric_charts
 from bot.core.analysis.context import HistoryContext
 from bot.core.analysis.explain import (
     describe_proposed,
+    describe_trend,
     short_window_warning,
     straddle_warning,
+    trend_warning,
 )
 from bot.core.analysis.failures import Diagnosis, failing_streak, tally
 from bot.core.analysis.keys import resolve_key, summary_keys
 from bot.core.analysis.kinds import Ruling, failing, proposed_words, read_kind, rule_of
 from bot.core.analysis.limits import rounding_step
 from bot.core.analysis.old_value import explain_old
+from bot.core.analysis.projection import gate_bounds, runs_until_fails, toward_failing
 from bot.core.analysis.references import finite
 from bot.core.analysis.regimes import detect_regimes
 from bot.core.analysis.verdicts import conclusion_of, judge
@@ -37,6 +40,7 @@ from bot.core.models import (
     RegimeSettings,
     Review,
     RuleSettings,
+    Trend,
     UnboundVariable,
     Verdict,
     WindowInfo,
@@ -60,7 +64,40 @@ def _gate_warnings(
         ]
         if inside:
             warnings.append(straddle_warning(info, inside[-1], ctx.newest))
+    drift = _drift(ctx, gate)
+    if drift is not None and drift[1].slope != 0:
+        trend = drift[1]
+        runs = runs_until_fails(trend, gate_bounds(gate))
+        warnings.append(
+            trend_warning(ctx.key(gate.metric), trend, value=proposed_words(gate), runs=runs)
+        )
     return warnings
+
+
+def _drift(ctx: HistoryContext, gate: Gate) -> tuple[Regime, Trend] | None:
+    """The newest regime and the trend of ``gate``'s metric in it (never for a golden
+    curve: its steps are not the summary value that trends)."""
+    return None if gate.points else ctx.trend(gate.metric)
+
+
+def _trend_words(ctx: HistoryContext, gate: Gate, old: Gate) -> str | None:
+    """The sentence on the trend of the gate's metric in the newest regime, when it moves
+    toward failing the old value (the failures come from it); projected for ``gate`` when
+    it reads the same metric."""
+    drift = _drift(ctx, old)
+    if drift is None or not toward_failing(drift[1], old):
+        return None
+    regime, trend = drift
+    key = ctx.key(old.metric)
+    same = ctx.key(gate.metric) == key and not gate.points
+    return describe_trend(
+        key,
+        trend,
+        regime.start,
+        value=proposed_words(gate),
+        runs=runs_until_fails(trend, gate_bounds(gate)) if same else None,
+        reference=ctx.newest,
+    )
 
 
 def _explain(
@@ -80,6 +117,8 @@ def _explain(
     if len(series):
         diagnosis, old_words = explain_old(ctx, old_gate, series, fails, lookback)
         parts = [old_words]
+        trend = _trend_words(ctx, head, old_gate) if diagnosis.recent.failed else None
+        parts += [trend] if trend else []
     else:
         diagnosis = Diagnosis("no_data", tally(fails[-lookback:]))
         parts, closest = [ctx.missing(old_gate.metric)], ctx.closest(old_gate.metric)
@@ -110,9 +149,13 @@ def _review_gate(
     lookback = rule.failure_lookback
 
     head_series = ctx.values(head)
-    window = head_series.tail(
-        window_start(head_series, rule.window, regime_start=ctx.regime_start(head.metric))
+    start = window_start(
+        head_series,
+        rule.window,
+        regime_start=ctx.regime_start(head.metric),
+        drifting=ctx.trend(head.metric) is not None,
     )
+    window = head_series.tail(start)
     info = window.info(rule.window, ctx.runs)
     ruling = rule_of(head, window, old_gate.literal, rule)
     proposed_failures = tally(failing(head, window))

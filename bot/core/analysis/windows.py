@@ -1,5 +1,5 @@
 """Which runs a gate's limit is computed over: the last N runs having the metric, the current
-regime, or the runs since a date.
+regime (its last N runs when the metric drifts in it), or the runs since a date.
 
 A metric's history is held as a :class:`Series` (numpy columns, extracted once per metric); every
 window is a suffix of it, ``series.tail(window_start(series, spec))``, found by binary search.
@@ -95,11 +95,22 @@ def _cutoff(spec: WindowSpec, regime_start: datetime | None) -> float | None:
     return None
 
 
-def window_start(series: Series, spec: WindowSpec, *, regime_start: datetime | None = None) -> int:
-    """Position in ``series`` where the window ``spec`` begins (the window is the suffix)."""
+def window_start(
+    series: Series,
+    spec: WindowSpec,
+    *,
+    regime_start: datetime | None = None,
+    drifting: bool = False,
+) -> int:
+    """Position in ``series`` where the window ``spec`` begins (the window is the suffix).
+
+    ``regime_start``: when the metric's current regime begins (None: the whole history);
+    ``drifting``: the metric drifts in it, so a ``regime`` window holds only its last
+    ``spec.runs`` runs (a level set over a whole trend would be stale at once).
+    """
+    last = max(0, len(series) - spec.runs)
     if spec.kind == "last":
-        return max(0, len(series) - spec.runs)
+        return last
     cutoff = _cutoff(spec, regime_start)
-    if cutoff is None:
-        return 0
-    return int(np.searchsorted(series.times, cutoff, side="left"))
+    start = 0 if cutoff is None else int(np.searchsorted(series.times, cutoff, side="left"))
+    return max(start, last) if spec.kind == "regime" and drifting else start

@@ -24,8 +24,10 @@ from bot.core.render.markdown import Markdown, code, escape, join, link, truncat
 from bot.core.render.review import FOLD_REGIMES, GITHUB_TEXT_LIMIT, cli_rebaseline_commands
 from bot.core.render.view import (
     MAX_PULLS,
+    TREND_KEY,
     pull_link,
     regime_metrics,
+    regime_notes,
     regime_rows,
     window_groups,
 )
@@ -184,12 +186,16 @@ def _regimes(review: Review, repo_url: str | None) -> list[str]:
         f"| {r.period} | {r.runs} |" + "".join(f" {m} |" for m in r.medians) + f" {r.started_by} |"
         for r in regime_rows(review, metrics, repo_url)
     ]
+    notes = [f"- {note}" for note in regime_notes(review, metrics)]
+    key = f"; {TREND_KEY}" if notes else ""
     table = [
-        "Medians of each stretch of stable runs; **bold**: moved at the change that started it.",
+        "Medians of each stretch of stable runs; **bold**: moved at the change that started"
+        f" it{key}.",
         "",
         head,
         rule,
         *rows,
+        *(["", *notes] if notes else []),
     ]
     if len(review.regimes) > FOLD_REGIMES:
         since = day_month_year(review.regimes[0].start)

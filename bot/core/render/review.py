@@ -28,12 +28,14 @@ from bot.core.render.gates import hints, judged, placeholder_rows
 from bot.core.render.markdown import Markdown, code, escape, join, link, safe_url, truncate
 from bot.core.render.sources import source_lines
 from bot.core.render.view import (
+    TREND_KEY,
     check_title,
     gate_row,
     headline,
     history_phrase,
     rebaseline_command,
     regime_metrics,
+    regime_notes,
     regime_rows,
     rule_values,
     window_groups,
@@ -178,6 +180,8 @@ def _context(
         "references": any(g.kind == "reference" for g in gates),
         "regime_metrics": metrics,
         "regimes": regime_rows(review, metrics, repo_url),
+        "regime_notes": regime_notes(review, metrics),
+        "trend_key": TREND_KEY,
         "fold_regimes": len(review.regimes) > FOLD_REGIMES,
         "regimes_since": day_month_year(review.regimes[0].start) if review.regimes else "",
         "windows": window_groups(review),

@@ -27,9 +27,11 @@ from bot.core.render.terminal_parts import heading, indent, item, text
 from bot.core.render.terminal_regimes import MOVED, RegimeTable
 from bot.core.render.terminal_text import actions, for_cli, plain, unmark, verdict_words
 from bot.core.render.view import (
+    TREND_KEY,
     gate_row,
     headline,
     history_phrase,
+    regime_notes,
     window_groups,
 )
 
@@ -117,11 +119,16 @@ def _warnings(review: Review) -> Iterator[RenderableType]:
 
 def _regimes(review: Review) -> Iterator[RenderableType]:
     if review.regimes:
+        table = RegimeTable(review)
+        notes = regime_notes(review, table.columns)
+        key = f"; {TREND_KEY}" if notes else ""
         yield heading("Regimes")
         yield text(
-            f"Medians of each stretch of stable runs; {MOVED}: moved at the change that started it."
+            "Medians of each stretch of stable runs;"
+            f" {MOVED}: moved at the change that started it{key}."
         )
-        yield RegimeTable(review)
+        yield table
+        yield from (item(unmark(note)) for note in notes)
 
 
 def _method(review: Review) -> Iterator[RenderableType]:

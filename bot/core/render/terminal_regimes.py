@@ -52,6 +52,7 @@ class RegimeTable:
 
     def __init__(self, review: Review) -> None:
         metrics = regime_metrics(review)
+        self.columns = metrics  # as in the review (``metrics``: made safe to print)
         self.metrics = [plain(m) for m in metrics]
         self.rows = [
             _Row(

@@ -15,6 +15,7 @@ from bot.core.analysis.verdicts import ACTION_VERDICTS, needs_action
 from bot.core.formatting import (
     day_month_year,
     decimals_range,
+    per_run,
     plural,
     significant_no_exponent,
 )
@@ -35,6 +36,9 @@ from bot.core.render.markdown import Markdown, code, escape, join, link
 MOVED_METRICS = 2  # ungated metrics that moved most, shown in the regime table
 MAX_EXTRA_METRICS = 4  # ungated metric columns at most
 MAX_PULLS = 5  # PRs named per regime change (the most likely: attribution ranks them)
+MAX_TREND_NOTES = 6  # drifting or wandering metrics noted under the regime table
+WANDERS = "wanders"  # the regime table's cell of a metric with no stable level
+TREND_KEY = "a → b: a drifting metric's trend line over the stretch"  # explains the cells
 
 VERDICT_WORDS = {
     "ok": "ok",
@@ -186,6 +190,10 @@ def regime_metrics(review: Review, extra: int = MOVED_METRICS) -> list[str]:
     for change in review.changes:
         for metric in change.metrics:
             effects[metric] = max(effects.get(metric, 0.0), _move_size(change, metric))
+    for regime in review.regimes:
+        drifting = [m for m in regime.trends if m in present]
+        if drifting and not any(m in columns or m in added for m in drifting):
+            added.append(max(drifting, key=lambda m: _drift_size(regime, m)))
     ranked = sorted(effects, key=lambda m: (-effects[m], m))
     for metric in ranked:
         if len(added) >= extra:
@@ -214,11 +222,53 @@ def regime_rows(review: Review, metrics: Sequence[str], repo_url: str | None) ->
     return rows
 
 
+def _drift_size(regime: Regime, metric: str) -> float:
+    """How steeply ``metric`` drifts in ``regime``: relative slope, else absolute."""
+    trend = regime.trends[metric]
+    return abs(trend.relative if trend.relative is not None else trend.slope)
+
+
 def _median(regime: Regime, metric: str, moved: bool) -> Markdown:
-    if metric not in regime.medians:
+    """The cell of ``metric`` in ``regime``'s row: its median; for a drifting metric its
+    trend line's first → last value; for a wandering one :data:`WANDERS`."""
+    trend = regime.trends.get(metric)
+    if metric in regime.wandering:
+        text = WANDERS
+    elif trend is not None:
+        text = f"{significant_no_exponent(trend.first)} → {significant_no_exponent(trend.last)}"
+    elif metric in regime.medians:
+        text = significant_no_exponent(regime.medians[metric])
+    else:
         return Markdown("—")
-    text = significant_no_exponent(regime.medians[metric])
     return Markdown(f"**{text}**" if moved else text)
+
+
+def _trend_note(regime: Regime, metric: str, current: bool) -> Markdown:
+    """``m drifting −0.2% per run since 3 May 2026`` or ``m: no stable level …``."""
+    name, start = code(metric), day_month_year(regime.start)
+    span = f"since {start}" if current else f"from {start} to {day_month_year(regime.end)}"
+    trend = regime.trends.get(metric)
+    if metric in regime.wandering or trend is None:
+        return Markdown(f"{name}: no stable level {span} (wanders like a random walk)")
+    verb = "drifting" if current else "drifted"
+    return Markdown(f"{name} {verb} {per_run(trend.slope, trend.relative)} {span}")
+
+
+def regime_notes(review: Review, metrics: Sequence[str]) -> list[Markdown]:
+    """What the regime table's cells cannot say, newest regime first: each of ``metrics``
+    that drifts (or wanders) in a regime, with its rate and period; at most
+    :data:`MAX_TREND_NOTES` lines, the last ``and 3 more`` when cut."""
+    notes: list[Markdown] = []
+    last = len(review.regimes) - 1
+    for i in range(last, -1, -1):
+        regime = review.regimes[i]
+        for metric in metrics:
+            if metric in regime.trends or metric in regime.wandering:
+                notes.append(_trend_note(regime, metric, i == last))
+    if len(notes) > MAX_TREND_NOTES:
+        more = len(notes) - MAX_TREND_NOTES + 1
+        notes = [*notes[: MAX_TREND_NOTES - 1], Markdown(f"and {more} more")]
+    return notes
 
 
 def _attention(gates: Sequence[GateReview]) -> str:
@@ -281,16 +331,19 @@ def headline(review: Review, approved: str | None = None) -> Markdown:
     return Markdown(f"{icon} **{label}:** {text}{extra}.")
 
 
-def _window_phrase(info: WindowInfo, review: Review) -> str:
+def _window_phrase(info: WindowInfo, review: Review, drifting: bool) -> str:
     spec = review.rule.window
     if spec.kind == "last":
         what = f"the last {plural(spec.runs, 'finished run')} with the metric"
+    elif spec.kind == "regime" and drifting:
+        what = f"the last {plural(spec.runs, 'finished run')} of the metric's drifting regime"
     elif spec.kind == "regime":
         what = "the finished runs since the metric's latest regime change"
     else:
         what = f"the finished runs since {day_month_year(spec.since)}"
     if info.runs and info.first and info.last:
-        count = "" if spec.kind == "last" and info.runs == spec.runs else f"{info.runs} runs, "
+        exact = spec.kind == "last" or (spec.kind == "regime" and drifting)
+        count = "" if exact and info.runs == spec.runs else f"{info.runs} runs, "
         what += f" ({count}{day_month_year(info.first)} – {day_month_year(info.last)})"
     return what
 
@@ -298,8 +351,10 @@ def _window_phrase(info: WindowInfo, review: Review) -> str:
 def window_groups(review: Review) -> list[tuple[str, list[str]]]:
     """Each distinct window used, with the gates that used it."""
     groups: dict[str, list[str]] = {}
+    current = review.regimes[-1].trends if review.regimes else {}
     for g in judged(review):
-        groups.setdefault(_window_phrase(g.window, review), []).append(g.name)
+        phrase = _window_phrase(g.window, review, g.metric in current)
+        groups.setdefault(phrase, []).append(g.name)
     return list(groups.items())
 
 
