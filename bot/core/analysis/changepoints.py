@@ -44,7 +44,7 @@ from bot.core.analysis.noise import (
     step_between,
     step_margin,
 )
-from bot.core.analysis.trends import find_trends, walk_jumps
+from bot.core.analysis.trends import Fits, find_trends, inflation, walk_jumps
 from bot.core.models import RegimeSettings
 
 _CANDIDATE_Z = 2.5  # liberal threshold for candidate positions (noise units)
@@ -52,7 +52,6 @@ EFFECT_WINDOW = 3  # effect sizes compare up to this many regime lengths on each
 _SHORT_PENALTY = 4.0  # extra penalty per log(n / length of the shorter side)
 _NOISE_REACH = 2  # segment noise looks this many effect windows from a boundary
 _COARSE = 3.0  # penalty factor of the segmentation the autocorrelation is measured on
-_MAX_RHO = 0.9  # cap of the lag-1 autocorrelation used to inflate the penalty
 _KINK_REACH = 6  # a jump between trends is measured on lines of this many regime lengths
 
 
@@ -265,7 +264,7 @@ class Detection:
     changepoints: list[int]  # first index of each new segment
     effects: list[float]  # |step| in noise units at each change point (inf: constant sides)
     sigma: float  # robust noise scale of the series (0: piecewise constant)
-    cleaned: FloatArray | None = None  # the values with bad runs replaced (None: too few runs)
+    fits: Fits | None = None  # lines of the cleaned values in noise units (None: no noise)
     slope_penalty: float = math.inf  # what a slope must save, in squared noise units
     wandering: bool = False  # no stable level: a random walk, cut only at its jumps
 
@@ -288,8 +287,7 @@ def detect(values: ArrayLike, settings: RegimeSettings = RegimeSettings()) -> De
     # autocorrelated noise: the penalty grows with the long-run variance, estimated on a
     # conservative segmentation (over-segmenting would hide the autocorrelation)
     coarse = _prune_by_gain(cumsum, initial, beta * _COARSE, min_size)
-    rho = min(max(_autocorrelation(y, coarse), 0.0), _MAX_RHO)
-    lrv = (1.0 + rho) / (1.0 - rho)
+    lrv = inflation(_autocorrelation(y, coarse))
     bounds = _prune_by_gain(cumsum, initial, beta * lrv, min_size)
     bounds = _split_missed(cumsum, bounds, beta * lrv, min_size)
     bounds = _refine(cumsum, bounds, min_size)
@@ -312,7 +310,8 @@ def detect(values: ArrayLike, settings: RegimeSettings = RegimeSettings()) -> De
         else series.step_at(a, b, c, window).effect
         for a, b, c in _triples(bounds)
     ]
-    return Detection(bounds[1:-1], effects, noise, x, trends.slope_penalty, trends.wandering)
+    fits = trends.fits if noise > 0 else None
+    return Detection(bounds[1:-1], effects, noise, fits, trends.slope_penalty, trends.wandering)
 
 
 def detect_changepoints(

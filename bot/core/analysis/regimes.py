@@ -31,7 +31,7 @@ from bot.core.analysis.noise import (
     segment_half,
     step_margin,
 )
-from bot.core.analysis.trends import Fits, drift_line
+from bot.core.analysis.trends import drift_line
 from bot.core.models import Change, MetricShift, Regime, RegimeSettings, Run, Trend
 
 
@@ -176,11 +176,11 @@ class _Stretch:
         return self.median if self.trend is None else self.trend.last
 
 
-def _trend(fits: Fits | None, a: int, b: int, found: Detection, min_effect: float) -> Trend | None:
+def _trend(a: int, b: int, found: Detection, min_effect: float) -> Trend | None:
     """The metric's trend over its values [a, b) (None: flat, wandering or too few runs)."""
-    if fits is None or found.wandering:
+    if found.fits is None or found.wandering:
         return None
-    line = drift_line(fits, a, b, found.slope_penalty, min_effect)
+    line = drift_line(found.fits, a, b, found.slope_penalty, min_effect)
     if line is None:
         return None
     scale = found.sigma
@@ -202,15 +202,13 @@ def _stretches(
     noise = SegmentNoise(
         values, prior, settings.min_regime_runs, segment_half(settings.min_regime_runs)
     )
-    cleaned = found.cleaned
-    fits = Fits(cleaned / prior) if cleaned is not None and prior > 0 else None
     cuts = [int(c) for c in np.searchsorted(present, edges)]
     out: list[_Stretch | None] = []
     for a, b in itertools.pairwise(cuts):
         if a == b:
             out.append(None)
             continue
-        trend = _trend(fits, a, b, found, settings.min_effect_sigma)
+        trend = _trend(a, b, found, settings.min_effect_sigma)
         out.append(_Stretch(float(np.median(values[a:b])), noise(a, b), b - a, trend))
     return out
 

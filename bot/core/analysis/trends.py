@@ -26,8 +26,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
+from scipy.stats import median_abs_deviation
 
-from bot.core.analysis.noise import MAD_TO_SIGMA, FloatArray
+from bot.core.analysis.noise import FloatArray
 
 SMOOTH_FLOOR = 0.02  # a jump below this share of the series' 5-95 % spread is no step
 WANDER_RHO = 0.5  # lag-1 autocorrelation of residuals from which a series may wander
@@ -99,11 +100,6 @@ class Fits:
         with np.errstate(divide="ignore", invalid="ignore"):
             explained = np.where((m >= 3) & (stt > 0), sty * sty / stt, 0.0)
         return np.maximum(syy - explained, 0.0), syy
-
-
-def stretch_cost(line: Line, slope_penalty: float) -> float:
-    """The penalised cost of a stretch: a level, or a line at ``slope_penalty`` more."""
-    return min(line.sse_flat, line.sse + slope_penalty)
 
 
 def is_sloped(line: Line, slope_penalty: float) -> bool:
@@ -206,7 +202,8 @@ def autocorrelation(parts: Sequence[FloatArray]) -> float:
 
 
 def _mad(values: FloatArray) -> float:
-    return MAD_TO_SIGMA * float(np.median(np.abs(values - np.median(values))))
+    """Robust standard deviation (MAD, scaled to a normal sample's)."""
+    return float(median_abs_deviation(values, scale="normal"))
 
 
 def wanders(
