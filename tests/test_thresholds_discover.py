@@ -7,8 +7,9 @@ from pathlib import Path
 import pytest
 
 from bot.core.config import parse_config
+from bot.core.globs import glob_match
 from bot.core.models import SourceSpec
-from bot.core.thresholds.discover import find_gates, glob_match, is_candidate
+from bot.core.thresholds.discover import find_gates, is_candidate
 from bot.core.thresholds.errors import ThresholdFileError
 
 DATA = Path(__file__).resolve().parent / "data"

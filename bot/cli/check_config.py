@@ -3,9 +3,11 @@ pushing it.
 
 Prints what the App will scan (each glob of ``files``, ``shell`` and ``python``, and the
 checkout's files it matches), each gate found in those files (``file:line``, metric,
-operator, value, kind, and the history source it reads), the ``drift`` settings that fell
-back to their defaults (warnings), and each problem: a glob that matches no file, a
-declared gate (or pattern) that matches nothing in a file, a file that cannot be read.
+operator, value, kind, the history source it reads and, when the config names a model
+under ``rule.model`` or ``rule.overrides``, the model that sets a limit gate's limit), the
+``drift`` settings that fell back to their defaults (warnings), and each problem: a glob
+that matches no file, a declared gate (or pattern) that matches nothing in a file, a file
+that cannot be read.
 Exit status 0 when all is well, 1 on such a problem, 2 for a config that is not valid
 (``threshold-bot: error: FILE:LINE: key: problem``).  ``--schema`` prints the
 config's JSON Schema instead (``make schema`` commits it as schema/threshold-bot.schema.json).
@@ -24,8 +26,9 @@ import typer
 from bot.adapters.settings import DEFAULT_THRESHOLD_FILE_BYTES
 from bot.cli.errors import fail
 from bot.core.config import CONFIG_PATH, ConfigError, RepoConfig, config_schema, parse_config
+from bot.core.globs import glob_match
 from bot.core.models import Gate
-from bot.core.thresholds.discover import find_gates, glob_match
+from bot.core.thresholds.discover import find_gates
 from bot.core.thresholds.errors import ThresholdFileError
 
 SKIPPED_DIRS = frozenset({".git", ".hg", ".svn"})
@@ -75,9 +78,13 @@ def _gate_line(gate: Gate, config: RepoConfig) -> str:
         reads = "the review's history (--history / --wandb; no source named)"
     value = gate.literal or f"{gate.value:g}"
     ignored = f" [ignored: {gate.ignored}]" if gate.ignored else ""
+    model = ""
+    if gate.kind == "limit" and ("model" in config.rule.model_fields_set or config.rule.overrides):
+        rule = config.rule.for_gate(gate.name, gate.metric, gate.file)
+        model = f", limit by {rule.describe_model()}"
     return (
         f"  {gate.file}:{gate.line}: {gate.name}: {gate.metric} {gate.op} {value} "
-        f"({gate.kind}), reads {reads}{ignored}"
+        f"({gate.kind}), reads {reads}{model}{ignored}"
     )
 
 
@@ -138,8 +145,9 @@ def check_config_command(
     """Check a repository config against a checkout: files, gates, sources.
 
     Prints each glob with the files it matches, each gate found (file:line, metric, op,
-    value, kind, the source it reads) and each problem. Exit 0: all is well; 1: a glob or a
-    declared gate matches nothing, or a file cannot be read; 2: the config is not valid.
+    value, kind, the source it reads, the model when the config names one) and each
+    problem. Exit 0: all is well; 1: a glob or a declared gate matches nothing, or a file
+    cannot be read; 2: the config is not valid.
     """
     if schema:
         typer.echo(json.dumps(config_schema(), indent=2))

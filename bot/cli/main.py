@@ -9,6 +9,7 @@ import typer
 
 from bot.cli.action import action_command
 from bot.cli.audit import audit_command
+from bot.cli.backtest import backtest_command
 from bot.cli.check_config import check_config_command
 from bot.cli.db import db_app
 from bot.cli.drift import drift_command
@@ -52,6 +53,7 @@ def _main(
 
 app.command("review")(review_command)
 app.command("rebaseline")(rebaseline_command)
+app.command("backtest")(backtest_command)
 app.command("drift")(drift_command)
 app.command("sync")(sync_command)
 app.command("export")(export_command)

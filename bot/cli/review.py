@@ -8,8 +8,6 @@ report with interactive charts (``--format html``, to ``--output``).  See docs/c
 
 from __future__ import annotations
 
-import io
-import os
 import sys
 from enum import StrEnum
 from pathlib import Path
@@ -18,7 +16,6 @@ from urllib.parse import urlsplit
 
 import typer
 from pydantic import ValidationError
-from rich.console import Console, RenderableType
 
 from bot.adapters.github.app import DEFAULT_API_URL, token_client
 from bot.adapters.history.files import read_history
@@ -31,6 +28,7 @@ from bot.cli.options import (
     WandbOption,
     WindowOption,
 )
+from bot.cli.output import write_output, write_table
 from bot.core.analysis.review import build_review, unavailable_review
 from bot.core.config import ConfigError, RepoConfig, parse_config, plain_message
 from bot.core.history.series import with_series
@@ -70,7 +68,6 @@ class FailOn(StrEnum):
 
 
 SEVERITY = {"success": 0, "neutral": 1, "action_required": 2}
-DEFAULT_COLUMNS = 80  # the table's width outside a terminal, without COLUMNS
 
 
 # --------------------------------------------------------------------------- the shell
@@ -103,18 +100,21 @@ def read_config(path: Path | None) -> RepoConfig:
 
 
 def rule_settings(config: RepoConfig, window: str | None, allowance: str | None) -> RuleSettings:
-    """The config's rule with the command-line overrides applied and validated."""
+    """The config's rule with the command-line overrides applied and validated
+    (``--allowance``: for every gate)."""
     overrides: dict[str, object] = {}
     if window is not None:
         overrides["window"] = window
     if allowance is not None:
         overrides["allowance"] = allowance
     try:
-        return RuleSettings.model_validate(config.rule.model_dump() | overrides)
+        rule = RuleSettings.model_validate(config.rule.model_dump() | overrides)
     except ValidationError as exc:
         err = exc.errors()[0]
         where = ".".join(str(p) for p in err["loc"]) or "rule"
         raise UsageProblem(f"--{where}: {plain_message(err)}") from None
+    # the command line's allowance is every gate's, also those an override gives another
+    return rule if allowance is None else rule.with_allowance(rule.allowance)
 
 
 def _threshold_file(path: Path, label: str, config: RepoConfig) -> ThresholdFile | None:
@@ -300,11 +300,11 @@ def review_command(
         )
         options = rebaseline_options(history, wandb, config, window, allowance)
         if fmt is OutputFormat.table:
-            _write_table(review_table(result, cli_options=options), output)
+            write_table(review_table(result, cli_options=options), output)
         elif fmt is OutputFormat.html:
             title = f"threshold-bot review of {file.as_posix()}"
             report = html_report(result, title=title, repo_url=repo_url, cli_options=options)
-            _write(report, output)
+            write_output(report, output)
         else:
             text = (
                 render_json(result)
@@ -317,37 +317,8 @@ def review_command(
                     charts=repo_config.charts == "mermaid",
                 )
             )
-            _write(text, output)
+            write_output(text, output)
     except UsageProblem as exc:
         fail(str(exc), details=exc.details)
     if fail_on is not None and SEVERITY[result.conclusion] >= SEVERITY[fail_on.value]:
         raise typer.Exit(1)
-
-
-def _columns() -> int:
-    """The width of a table written to a file or a pipe: ``COLUMNS``, else 80."""
-    value = os.environ.get("COLUMNS", "").strip()
-    return int(value) if value.isdigit() and int(value) > 0 else DEFAULT_COLUMNS
-
-
-def _write_table(table: RenderableType, output: Path | None) -> None:
-    """Print ``table`` on the terminal at its width (in colour); to ``output`` or a pipe
-    at :func:`_columns`, without colour."""
-    if output is None and sys.stdout.isatty():
-        Console().print(table)
-        return
-    buffer = io.StringIO()
-    console = Console(file=buffer, width=_columns(), color_system=None, force_terminal=False)
-    console.print(table)
-    _write("".join(f"{line.rstrip()}\n" for line in buffer.getvalue().splitlines()), output)
-
-
-def _write(text: str, output: Path | None) -> None:
-    if output is None:
-        sys.stdout.write(text)
-        sys.stdout.flush()
-        return
-    try:
-        output.write_text(text, encoding="utf-8")
-    except OSError as exc:
-        raise UsageProblem(f"--output {output}: cannot be written ({exc.strerror})") from None

@@ -31,40 +31,19 @@ from pydantic import (
 from pydantic.json_schema import SkipJsonSchema
 from pydantic_core import ErrorDetails
 
-from bot.core.bounded import MAX_PATTERN, BoundedLoader, yaml_problem
+from bot.core.bounded import BoundedLoader, yaml_problem
+from bot.core.globs import CONTROL, repo_path
 from bot.core.history.names import name_filter
+from bot.core.limit_model import MAX_SPEC, MODEL_NAMES
 from bot.core.models import Op, RegimeSettings, RuleSettings, SourceSpec, WindowSpec
 
 CONFIG_PATH = ".github/threshold-bot.yml"
 
-_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")  # C0 (NUL too), DEL, C1
 Permission = Literal["read", "triage", "write", "maintain", "admin"]
 
 
 class ConfigError(ValueError):
     """The repository config is not valid; the message names the problem."""
-
-
-def repo_path(value: str) -> str:
-    """A path or glob relative to the repository root, normalised (``./a//b/`` is ``a/b``).
-
-    ``ValueError`` for one that is absolute, has a ``..`` segment, a backslash or a
-    control character (NUL included), names nothing, or is longer than ``MAX_PATTERN``.
-    """
-    parts = [p for p in value.split("/") if p not in ("", ".")]
-    problems = (
-        (len(value) > MAX_PATTERN, f"longer than {MAX_PATTERN} characters"),
-        (_CONTROL.search(value) is not None, "control characters are not allowed"),
-        ("\\" in value, "backslashes are not allowed (separate directories with /)"),
-        (value.startswith("/"), "must be relative to the repository root, not absolute"),
-        (".." in parts, "'..' is not allowed: paths stay inside the repository"),
-        (not parts, "names no file"),
-    )
-    reason = next((reason for found, reason in problems if found), None)
-    if reason is not None:
-        shown = value if len(value) <= 60 else value[:60] + "…"
-        raise ValueError(f"{shown!r}: {reason}")
-    return "/".join(parts)
 
 
 RepoPath = Annotated[str, AfterValidator(repo_path)]
@@ -207,7 +186,7 @@ _DRIFT_FALLBACK = {  # how a problem names the default a drift setting falls bac
 
 
 def _label(value: str) -> str:
-    if not value.strip() or _CONTROL.search(value):
+    if not value.strip() or CONTROL.search(value):
         raise ValueError(f"{_given(value)} is not a label")
     return value.strip()
 
@@ -406,9 +385,18 @@ def _error_message(err: ErrorDetails) -> str:
     message = plain_message(err)
     if where and message.startswith(f"{where}."):  # the check named a deeper key
         return message
-    if where and message.startswith("gates."):  # a file entry's check names its gate
+    if where and _inner_key(err["loc"], message):  # e.g. a file entry's check names its gate
         return f"{where}.{message}"
     return f"{where}: {message}" if where else message
+
+
+def _inner_key(loc: Sequence[int | str], message: str) -> bool:
+    """Whether ``message`` starts with a key inside the model at ``loc``: a model's own
+    check names it relative to itself (``gates.0.op: ...`` of a ``files`` entry,
+    ``overrides.1.allowance: ...`` of ``rule``)."""
+    model = _model_at(loc)
+    first = re.match(r"(\w+)[.:]", message)
+    return model is not None and first is not None and first[1] in model.model_fields
 
 
 def _location(err: ErrorDetails) -> Sequence[int | str]:
@@ -418,7 +406,7 @@ def _location(err: ErrorDetails) -> Sequence[int | str]:
     where = ".".join(str(p) for p in err["loc"])
     if named and (not where or named[1].startswith(f"{where}.")):
         return [int(p) if p.isdigit() else p for p in named[1].split(".")]
-    if named and named[1].startswith("gates."):  # a file entry's check names its gate
+    if named and _inner_key(err["loc"], named[1] + ":"):  # relative to the model at loc
         return [*err["loc"], *(int(p) if p.isdigit() else p for p in named[1].split("."))]
     return err["loc"]
 
@@ -571,13 +559,24 @@ _SHORTHANDS: dict[str, list[dict[str, Any]]] = {  # what the validators also acc
         {"type": "integer", "minimum": 1, "description": "the last N runs"},
         {"type": "string", "pattern": r"^(\d+|regime|since:\d{4}-\d{2}-\d{2})$"},
     ],
+    "LimitModel": [
+        {
+            "type": "string",
+            "pattern": "^\\s*(" + "|".join(MODEL_NAMES) + r")(\s+\w+=\S+)*\s*$",
+            "maxLength": MAX_SPEC,
+            "description": "the shorthand: percentile p=5, zscore k=3 sigma=std,"
+            " prediction confidence=99%, absolute min_limit=0.5",
+        }
+    ],
 }
+_PERCENT = {"type": "string", "pattern": r"^\d+(\.\d+)?%?$", "description": "5% or 0.05"}
 
 
 def config_schema() -> dict[str, Any]:
     """The JSON Schema of ``.github/threshold-bot.yml`` (for editors), from ``RepoConfig``,
     with the shorthands the loader accepts (a glob for a ``files`` entry, a number for a
-    tolerance, ``20`` / ``regime`` for a window, ``5%`` for an allowance, one glob for
+    tolerance, ``20`` / ``regime`` for a window, ``5%`` for an allowance or a harm, a
+    model's shorthand (``zscore k=3``) for a ``rule.model`` or an override's, one glob for
     ``shell`` / ``python``, one label, assignee or glob under ``drift``).  The checks beyond
     types (paths inside the repository, sources defined...) are the loader's:
     ``threshold-bot check-config``."""
@@ -586,11 +585,14 @@ def config_schema() -> dict[str, Any]:
     rule["allowance"] = {
         "anyOf": [
             {key: rule["allowance"][key] for key in ("type", "minimum", "maximum")},
-            {"type": "string", "pattern": r"^\d+(\.\d+)?%?$", "description": "5% or 0.05"},
+            _PERCENT,
         ],
         "default": rule["allowance"]["default"],
         "title": "Allowance",
     }
+    for model, key in (("RuleOverride", "allowance"), ("BacktestSettings", "harm")):
+        prop = schema["$defs"][model]["properties"][key]
+        prop["anyOf"].insert(1, _PERCENT)  # [number, "5%", null]
     drift = schema["$defs"]["DriftSettings"]["properties"]
     mode = drift["mode"]
     drift["mode"] = {

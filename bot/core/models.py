@@ -15,11 +15,14 @@ import operator
 import re
 from collections.abc import Callable
 from datetime import UTC, date, datetime
+from fnmatch import fnmatchcase
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from bot.core.formatting import percent
+from bot.core.globs import glob_match, repo_path
+from bot.core.limit_model import LimitModel
 
 Op = Literal[">=", ">", "<=", "<", "=="]
 """``==`` only for a two-sided reference gate: ``|x - reference| <= tolerance``."""
@@ -345,18 +348,18 @@ class GateChange(Frozen):
 _ALLOWANCE_RE = re.compile(r"^(?P<num>\d+(?:\.\d+)?)(?P<pct>%?)$")
 
 
-def parse_allowance(text: str) -> float:
-    """``5%`` or ``0.05`` → 0.05; allowances from 0 to 100% only (``ValueError`` otherwise).
+def parse_allowance(text: str, what: str = "allowance") -> float:
+    """``5%`` or ``0.05`` → 0.05; from 0 to 100% only (``ValueError`` naming ``what``).
 
     The one parser of allowances: ``/rebaseline --allowance``, the CLI's ``--allowance`` and
-    the config's ``rule.allowance`` (through ``RuleSettings``).
+    the config's ``rule.allowance`` (through ``RuleSettings``); also of the backtest's harm.
     """
     match = _ALLOWANCE_RE.match(text.strip())
     if not match:
-        raise ValueError(f"invalid allowance `{text[:40]}`: write a percentage like `5%` or `0.05`")
+        raise ValueError(f"invalid {what} `{text[:40]}`: write a percentage like `5%` or `0.05`")
     value = float(match["num"]) / (100 if match["pct"] else 1)
     if value > 1:
-        raise ValueError(f"allowance `{text[:40]}` is over 100%")
+        raise ValueError(f"{what} `{text[:40]}` is over 100%")
     return value
 
 
@@ -407,11 +410,65 @@ class RegimeSettings(Frozen):
     outlier_sigma: float = Field(default=3.0, gt=0)
 
 
+class RuleOverride(Frozen):
+    """Another model or allowance for the gates of some files or of some names
+    (``rule.overrides``): ``file`` a glob of the threshold file's path, ``gate`` a glob of
+    the gate's name or metric (``*`` any characters); an entry needs one of them."""
+
+    file: str | None = Field(default=None, min_length=1, max_length=200)
+    gate: str | None = Field(default=None, min_length=1, max_length=200)
+    model: LimitModel | None = None
+    allowance: float | None = Field(default=None, ge=0, le=1)
+
+    @field_validator("allowance", mode="before")
+    @classmethod
+    def _percent(cls, value: object) -> object:
+        return parse_allowance(value) if isinstance(value, str) else value
+
+    @field_validator("file")
+    @classmethod
+    def _in_repository(cls, value: str | None) -> str | None:
+        return None if value is None else repo_path(value)
+
+    @model_validator(mode="after")
+    def _complete(self) -> RuleOverride:
+        if self.file is None and self.gate is None:
+            raise ValueError("an override needs 'file', 'gate' or both")
+        if self.model is None and self.allowance is None:
+            raise ValueError("an override sets 'model', 'allowance' or both")
+        return self
+
+    def matches(self, name: str, metric: str, file: str) -> bool:
+        """Whether the gate ``name`` on ``metric`` in ``file`` is one this entry is for."""
+        if self.file is not None and not glob_match(self.file, file):
+            return False
+        if self.gate is None:
+            return True
+        return fnmatchcase(name, self.gate) or fnmatchcase(metric, self.gate)
+
+
+class BacktestSettings(Frozen):
+    """How the backtest judges a model (``rule.backtest``; docs/backtest.md): a regime change
+    is harmful when it moved the metric the bad way by more than ``harm`` of its level (None:
+    the rule's allowance); a model must catch each within ``detect_within`` runs; a run is
+    judged once ``min_runs`` runs precede it."""
+
+    detect_within: int = Field(default=3, ge=1, le=1000)
+    harm: float | None = Field(default=None, gt=0, le=1)
+    min_runs: int = Field(default=5, ge=2, le=1000)
+
+    @field_validator("harm", mode="before")
+    @classmethod
+    def _percent(cls, value: object) -> object:
+        return parse_allowance(value, "harm") if isinstance(value, str) else value
+
+
 class RuleSettings(Frozen):
     """The limit rule and the analysis parameters (repository config ``rule:``).
 
-    ``allowance`` never exceeds ``max_allowance``; ``/rebaseline --allowance`` is held to the
-    same cap (a model copy is not validated: its callers check).
+    ``allowance`` never exceeds ``max_allowance``, an override's neither; ``/rebaseline
+    --allowance`` is held to the same cap (a model copy is not validated: its callers check).
+    ``model`` is the threshold model of every gate but those an override names.
     """
 
     max_allowance: float = Field(default=0.25, ge=0, le=1)  # the highest allowance allowed
@@ -420,6 +477,9 @@ class RuleSettings(Frozen):
     significant_digits: int = Field(default=2, ge=1, le=12)
     failure_lookback: int = Field(default=30, ge=1)
     reference: ReferenceStatistic = "median"  # what a reference gate's rule recomputes
+    model: LimitModel = Field(default_factory=LimitModel)  # what sets a limit gate's limit
+    overrides: tuple[RuleOverride, ...] = ()  # first match wins
+    backtest: BacktestSettings = Field(default_factory=BacktestSettings)
 
     @field_validator("allowance", mode="before")
     @classmethod
@@ -441,10 +501,53 @@ class RuleSettings(Frozen):
             return WindowSpec.parse(value)
         return value
 
+    @model_validator(mode="after")
+    def _overrides_capped(self) -> RuleSettings:
+        for i, entry in enumerate(self.overrides):
+            if entry.allowance is not None and entry.allowance > self.max_allowance:
+                raise ValueError(
+                    f"overrides.{i}.allowance: {percent(entry.allowance)} is over"
+                    f" max_allowance ({percent(self.max_allowance)})"
+                )
+        return self
+
     @property
     def allowance_percent(self) -> str:
         """The allowance as people write it: ``5%``, ``2.5%``."""
         return percent(self.allowance)
+
+    @property
+    def harm(self) -> float:
+        """The backtest's harmful move, as a fraction of the level (default: the allowance)."""
+        return self.backtest.harm if self.backtest.harm is not None else self.allowance
+
+    def with_allowance(self, allowance: float) -> RuleSettings:
+        """This rule with ``allowance`` for every gate (``--allowance``): the overrides keep
+        their models, not their allowances (an override that only set one goes)."""
+        overrides = tuple(
+            o.model_copy(update={"allowance": None}) for o in self.overrides if o.model is not None
+        )
+        return self.model_copy(update={"allowance": allowance, "overrides": overrides})
+
+    def for_gate(self, name: str, metric: str, file: str) -> RuleSettings:
+        """The rule of one gate: the first override matching it applied (else this rule)."""
+        for entry in self.overrides:
+            if entry.matches(name, metric, file):
+                update: dict[str, object] = {}
+                if entry.model is not None:
+                    update["model"] = entry.model
+                if entry.allowance is not None:
+                    update["allowance"] = entry.allowance
+                return self.model_copy(update=update | {"overrides": ()})
+        return self
+
+    def describe_model(self) -> str:
+        """The model as the method line names it: ``minmax, 5% allowance``,
+        ``zscore k=3``, ``percentile p=5, 2% allowance``."""
+        words = self.model.describe()
+        return (
+            f"{words}, {self.allowance_percent} allowance" if self.model.uses_allowance else words
+        )
 
 
 # --------------------------------------------------------------------------- review
@@ -558,6 +661,14 @@ class GateReview(Frozen):
     aggregation: str = ""  # e.g. "median of the last 5 steps"
     context: str = ""  # e.g. the test function
     ignored: str = ""  # a placeholder: shown apart, never judged
+    # limit gates: the gate's model and parameters (``RuleSettings.describe_model``)
+    model: str = ""
+    # information only, never a verdict: the rule's limit when a harmful move of the metric
+    # would still pass the proposed limit (it could be tightened), and why (``notes``)
+    tighten_to: float | None = None
+    notes: tuple[str, ...] = ()
+    # the backtest's one line when the gate's current model is clearly worse than another
+    backtest_hint: str = ""
     # the chart's data (None: golden curves, no data); not part of the JSON review
     chart: GateChart | None = Field(default=None, exclude=True)
 

@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from datetime import datetime
 
 from bot.core.analysis.failures import Diagnosis
-from bot.core.formatting import day_month, move, per_run, plural, significant
+from bot.core.formatting import day_month, move, per_run, percent, plural, significant
 from bot.core.models import Band, Change, Failures, Tolerance, Trend, WindowInfo
 
 __all__ = [
@@ -23,6 +23,7 @@ __all__ = [
     "describe_trend",
     "short_window_warning",
     "straddle_warning",
+    "tighten_note",
     "tolerance_warning",
     "trend_warning",
 ]
@@ -245,3 +246,24 @@ def trend_warning(metric: str, trend: Trend, *, value: str, runs: int | None) ->
     else:
         head += f": {_projection(value, runs, 'would fail')}"
     return f"{head}; a limit on a trending metric goes stale"
+
+
+def tighten_note(
+    metric: str,
+    condition: str,
+    *,
+    harm: float,
+    median: float,
+    moved: float,
+    lower: bool,
+    rule_value: str,
+) -> str:
+    """The note on an unchanged limit its metric moved away from: "`acc` is well inside its
+    limit: a 5% drop from its median 0.71 (to 0.674) would still pass `acc >= 0.56`; the rule
+    gives 0.66, the limit could be tightened (information only)"."""
+    way = "drop" if lower else "rise"
+    return (
+        f"`{metric}` is well inside its limit: a {percent(harm)} {way} from its median"
+        f" {significant(median)} (to {significant(moved)}) would still pass `{condition}`;"
+        f" the rule gives {rule_value}, the limit could be tightened (information only)"
+    )

@@ -8,10 +8,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TypedDict
 
+import numpy as np
+
 from bot.core.analysis.curves import curve_failures, curve_warnings, worst_step
 from bot.core.analysis.explain import (
     aggregation_warning,
     describe_reference,
+    tighten_note,
     tolerance_warning,
 )
 from bot.core.analysis.failures import gate_failing_mask, tally
@@ -26,7 +29,7 @@ from bot.core.analysis.references import (
 from bot.core.analysis.values import aggregation_words, checked_points
 from bot.core.analysis.windows import BoolArray, Series
 from bot.core.formatting import at_decimals, plural, significant
-from bot.core.models import Band, Gate, GateKind, RuleSettings, Sides, Tolerance
+from bot.core.models import Band, Gate, GateKind, RuleSettings, Sides, Tolerance, passes
 
 __all__ = [
     "KindFields",
@@ -36,6 +39,7 @@ __all__ = [
     "proposed_words",
     "read_kind",
     "rule_of",
+    "tighten",
 ]
 
 
@@ -206,3 +210,34 @@ def read_kind(
         aggregation=words,
         warnings=tuple(warnings),
     )
+
+
+def tighten(
+    head: Gate, window: Series, ruling: Ruling | None, rule: RuleSettings, *, metric: str
+) -> tuple[float, str] | None:
+    """The rule's limit and the note saying ``head``'s limit could be tightened, when a
+    harmful move (``rule.harm`` of the window's median, the gate's bad way) would still pass
+    the proposed limit while the rule's is stricter by more than a rounding step; None
+    otherwise, and for a gate that fails a run of its window, a reference, a curve or a
+    placeholder.  ``metric``: the history key the sentence names.  Information only: for a
+    gate the PR leaves as it is (a changed one so loose is ``looser_than_rule`` already)."""
+    if head.kind != "limit" or head.points or head.ignored or ruling is None:
+        return None
+    values = finite(window.values)
+    if values.size == 0 or not ruling.is_looser or failing(head, window).any():
+        return None
+    median = float(np.median(values))
+    lower = head.is_lower_bound
+    moved = median - rule.harm * abs(median) if lower else median + rule.harm * abs(median)
+    if not passes(moved, head.op, head.value):
+        return None
+    words = tighten_note(
+        metric,
+        f"{metric} {head.op} {head.literal}",
+        harm=rule.harm,
+        median=median,
+        moved=moved,
+        lower=lower,
+        rule_value=at_decimals(ruling.recomputed, ruling.decimals),
+    )
+    return ruling.recomputed, words

@@ -1,5 +1,6 @@
-"""The limit rule (docs/limit-rule.md): allowance below the min (above the max), rounded
-toward the permissive side at the precision of the gate's literal (or 2 significant digits).
+"""The limit rule (docs/limit-rule.md): the rule's model on the window (by default the
+allowance below the min, above the max), rounded toward the permissive side at the precision
+of the gate's literal (or 2 significant digits), within the model's absolute bounds.
 
 Arithmetic is done in ``Decimal`` on the shortest decimal form of each float, so values read
 from JSON as ``0.29`` are rounded as 0.29 and not as the binary 0.28999999999999998.
@@ -13,7 +14,9 @@ from decimal import ROUND_CEILING, ROUND_FLOOR, Context, Decimal, InvalidOperati
 import numpy as np
 import numpy.typing as npt
 
-from bot.core.models import LOWER_BOUND_OPS, Op, RuleSettings, passes
+from bot.core.analysis.limit_models import model_limits
+from bot.core.limit_model import LimitModel
+from bot.core.models import COMPARISONS, LOWER_BOUND_OPS, Op, RuleSettings, passes
 
 __all__ = [
     "EXACT",
@@ -23,6 +26,7 @@ __all__ = [
     "looser_by",
     "looser_than_rule",
     "recompute_limit",
+    "recompute_limits",
     "rounding_step",
     "to_float",
     "unit",
@@ -97,20 +101,54 @@ def _unrounded(
         return (base - margin if lower else base + margin), extreme
 
 
+def _bound_decimals(bound: float) -> int:
+    """Decimals an absolute bound is written with: ``0.5`` → 1, ``300`` (read as 300.0) → 0."""
+    exponent = exact_decimal(bound).normalize().as_tuple().exponent
+    return max(0, -exponent) if isinstance(exponent, int) else 0
+
+
+def _bounded(limit: float, decimals: int, model: LimitModel) -> tuple[float, int]:
+    """``limit`` within the model's ``min_limit``/``max_limit``, at the decimals a bound
+    it lands on is written with."""
+    low, high = model.min_limit, model.max_limit
+    if low is not None and limit < low:
+        return low + 0.0, max(decimals, _bound_decimals(low))
+    if high is not None and limit > high:
+        return high + 0.0, max(decimals, _bound_decimals(high))
+    return limit, decimals
+
+
+def _side_bound(model: LimitModel, lower: bool) -> float | None:
+    """The bound that *is* the limit of an ``absolute`` model on this side, if it has one."""
+    if model.name != "absolute":
+        return None
+    return model.min_limit if lower else model.max_limit
+
+
 def recompute_limit(
     values: Sequence[float] | npt.NDArray[np.float64], op: Op, literal: str, rule: RuleSettings
 ) -> tuple[float, int] | None:
-    """The limit rule on a window: ``(limit, decimals)``, or None when the window is empty.
+    """The rule's model on a window: ``(limit, decimals)``, or None when the window is empty.
 
     The result never fails a run of the window, also for strict operators and all-zero windows:
-    if rounding lands exactly on the extreme value of a strict gate, it moves one step further.
-    Non-finite values are ignored.
+    if rounding lands exactly on the extreme value of a strict gate, it moves one step further;
+    only an absolute bound (``min_limit``/``max_limit``) may, as written.  Non-finite values
+    are ignored.  Exact: decimal arithmetic on the shortest form of each value.
     """
     array = _finite(values)
     if array.size == 0:
         return None
     lower = op in LOWER_BOUND_OPS
-    exact, extreme = _unrounded(array, op, exact_decimal(rule.allowance))
+    model = rule.model
+    bound = _side_bound(model, lower)
+    if bound is not None:
+        return bound + 0.0, max(decimals_of(literal), _bound_decimals(bound))
+    if model.name == "minmax":
+        exact, extreme = _unrounded(array, op, exact_decimal(rule.allowance))
+    else:
+        extreme = float(array.min() if lower else array.max())
+        raw = model_limits(array[np.newaxis, :], model, lower, rule.allowance)[0]
+        exact = exact_decimal(float(raw))
     decimals = limit_decimals(to_float(exact), literal, rule.significant_digits)
     limit = _quantize(exact, decimals, ROUND_FLOOR if lower else ROUND_CEILING)
     if not passes(extreme, op, to_float(limit)):  # a strict gate exactly on the extreme
@@ -119,7 +157,53 @@ def recompute_limit(
     result = to_float(limit)
     if not passes(extreme, op, result):  # only with more decimals than a float holds
         result = float(np.nextafter(extreme, -np.inf if lower else np.inf))
-    return result, decimals
+    return _bounded(result, decimals, model)
+
+
+def recompute_limits(
+    windows: npt.NDArray[np.float64], op: Op, literal: str, rule: RuleSettings
+) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.int64]]:
+    """:func:`recompute_limit` of each row of ``windows`` (rows of finite values, a shorter
+    window padded at its end with NaN): the same limits and decimals, in float arithmetic
+    where it cannot differ from the decimal one, by :func:`recompute_limit` where it could."""
+    lower = op in LOWER_BOUND_OPS
+    model = rule.model
+    rows = windows.shape[0]
+    written = decimals_of(literal)
+    bound = _side_bound(model, lower)
+    if bound is not None:
+        places = max(written, _bound_decimals(bound))
+        return np.full(rows, bound + 0.0), np.full(rows, places, dtype=np.int64)
+    raw = model_limits(windows, model, lower, rule.allowance)
+    extreme = np.nanmin(windows, axis=1) if lower else np.nanmax(windows, axis=1)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        magnitude = np.log10(np.abs(raw))
+        needed = rule.significant_digits - 1 - np.floor(magnitude)
+        near_power = np.abs(magnitude - np.rint(magnitude)) <= 1e-9
+    decimals = np.where(raw != 0, np.maximum(written, needed), written).astype(np.int64)
+    # a tiny limit's scale overflows a float: such rows are doubtful, recomputed exactly below
+    with np.errstate(over="ignore", invalid="ignore"):
+        scale = 10.0 ** decimals.astype(np.float64)
+        scaled = raw * scale
+        rounded = np.floor(scaled) if lower else np.ceil(scaled)
+        limits = rounded / scale
+        failing = ~COMPARISONS[op](extreme, limits)
+        limits = np.where(failing, (rounded + (-1 if lower else 1)) / scale, limits)
+        doubtful = (
+            (np.abs(scaled - np.rint(scaled)) <= 1e-9 * np.maximum(1.0, np.abs(scaled)))
+            | near_power
+            | (decimals > 15)
+            | (np.abs(rounded) >= 2.0**52)
+            | ~COMPARISONS[op](extreme, limits)
+        )
+    for row in np.flatnonzero(doubtful):
+        found = recompute_limit(windows[row], op, literal, rule)
+        assert found is not None  # a row holds values
+        limits[row], decimals[row] = found
+    if model.min_limit is not None or model.max_limit is not None:
+        for row in np.flatnonzero(~doubtful):
+            limits[row], decimals[row] = _bounded(float(limits[row]), int(decimals[row]), model)
+    return limits, decimals
 
 
 def _looseness(proposed: float, recomputed: float, op: Op) -> Decimal:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 
+from bot.core.analysis.backtest import backtest_gates
 from bot.core.analysis.charts import gate_chart, metric_charts
 from bot.core.analysis.context import HistoryContext
 from bot.core.analysis.explain import (
@@ -20,7 +21,14 @@ from bot.core.analysis.explain import (
 )
 from bot.core.analysis.failures import Diagnosis, failing_streak, tally
 from bot.core.analysis.keys import resolve_key, summary_keys
-from bot.core.analysis.kinds import Ruling, failing, proposed_words, read_kind, rule_of
+from bot.core.analysis.kinds import (
+    Ruling,
+    failing,
+    proposed_words,
+    read_kind,
+    rule_of,
+    tighten,
+)
 from bot.core.analysis.limits import rounding_step
 from bot.core.analysis.old_value import explain_old
 from bot.core.analysis.projection import gate_bounds, runs_until_fails, toward_failing
@@ -142,10 +150,30 @@ def _explain(
     return diagnosis, "; ".join(parts), closest
 
 
+def _model_of(gate: Gate, rule: RuleSettings) -> str:
+    """The model and parameters of a limit gate's rule (``rule.for_gate`` applied)."""
+    if gate.kind != "limit":
+        return ""
+    return rule.for_gate(gate.name, gate.metric, gate.file).describe_model()
+
+
+def _backtest_hint(ctx: HistoryContext, gate: Gate, rule: RuleSettings) -> str:
+    """The backtest's line for a limit gate whose model is clearly worse than another on
+    its history (``GateBacktest.hint``); empty for other gates, or with too few runs to
+    replay (``rule.backtest.min_runs`` + 1 runs with the metric)."""
+    if gate.kind != "limit" or gate.ignored or gate.points:
+        return ""
+    if finite(ctx.values(gate).values).size < rule.backtest.min_runs + 1:
+        return ""
+    hint = next((b.hint() for b in backtest_gates(ctx, [gate], rule)), None)
+    return f"Backtest: {hint} — `threshold-bot backtest`" if hint else ""
+
+
 def _review_gate(
-    ctx: HistoryContext, change: GateChange, rule: RuleSettings, source: str
+    ctx: HistoryContext, change: GateChange, repo_rule: RuleSettings, source: str
 ) -> GateReview:
     head, old_gate = change.head, change.base or change.head
+    rule = repo_rule.for_gate(head.name, head.metric, head.file)
     lookback = rule.failure_lookback
 
     head_series = ctx.values(head)
@@ -183,6 +211,9 @@ def _review_gate(
     if reading.worst_step is not None and proposed_failures.failed:
         explanation += f"; farthest outside at step {reading.worst_step}"
     in_window = finite(window.values)
+    tight = None  # a changed gate looser than the rule is ``looser_than_rule``: said already
+    if not change.changed:
+        tight = tighten(head, window, ruling, rule, metric=ctx.key(head.metric))
     review = GateReview(
         name=head.name,
         file=head.file,
@@ -211,6 +242,10 @@ def _review_gate(
         old_literal=old_gate.literal,
         proposed_literal=head.literal,
         closest_keys=closest,
+        model=_model_of(head, rule),
+        tighten_to=None if tight is None else tight[0],
+        notes=() if tight is None else (tight[1],),
+        backtest_hint=_backtest_hint(ctx, head, rule),
         **reading.fields(head),
     )
     return review.model_copy(update={"chart": gate_chart(ctx, change, review, rule)})
@@ -291,6 +326,7 @@ def unavailable_review(
             declared_source=c.head.declared,
             old_literal=(c.base or c.head).literal,
             proposed_literal=c.head.literal,
+            model=_model_of(c.head, rule),
             **read_kind(c.head, c.base or c.head, None, None, rule).fields(c.head),
         )
         for c in gates

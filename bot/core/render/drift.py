@@ -25,10 +25,12 @@ from bot.core.render.review import FOLD_REGIMES, GITHUB_TEXT_LIMIT, cli_rebaseli
 from bot.core.render.view import (
     MAX_PULLS,
     TREND_KEY,
+    gate_rule,
     pull_link,
     regime_metrics,
     regime_notes,
     regime_rows,
+    side_phrases,
     window_groups,
 )
 from bot.core.thresholds.edit import format_literal
@@ -135,13 +137,17 @@ def _change_words(change: Change, review: Review, repo_url: str | None) -> Markd
 
 
 def _rule_phrase(g: GateReview, review: Review) -> str:
-    """How the rule computes ``g``'s value: ``the window's minimum less 5%, rounded down``."""
-    allowance = review.rule.allowance_percent
+    """How the rule computes ``g``'s value: ``by minmax, 5% allowance: the window's minimum
+    less 5% of its magnitude, rounded down`` (the gate's own model, ``gate_rule``)."""
     if g.kind == "reference":
         return f"the window's {review.rule.reference}, at the literal's decimals"
+    rule = gate_rule(g, review)
+    lower, upper = side_phrases(rule)
+    if rule.model.name == "absolute":
+        return f"by {rule.describe_model()}: {lower if g.op in ('>=', '>') else upper}"
     if g.op in (">=", ">"):
-        return f"the window's minimum less {allowance} of its magnitude, rounded down"
-    return f"the window's maximum plus {allowance} of its magnitude, rounded up"
+        return f"by {rule.describe_model()}: {lower}, rounded down"
+    return f"by {rule.describe_model()}: {upper}, rounded up"
 
 
 def _condition(g: GateReview) -> Markdown:

@@ -37,6 +37,7 @@ from bot.core.render.view import (
     regime_metrics,
     regime_notes,
     regime_rows,
+    rule_groups,
     rule_values,
     window_groups,
 )
@@ -187,7 +188,7 @@ def _context(
         "windows": window_groups(review),
         "history": history_phrase(review),
         "sources": source_lines(review),
-        "allowance": review.rule.allowance_percent,
+        "rules": rule_groups(review),
         "fixes": fixes,
         "fix_command": rebaseline_command(fixes, named=True),
         "rule_values": every,

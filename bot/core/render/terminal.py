@@ -32,6 +32,7 @@ from bot.core.render.view import (
     headline,
     history_phrase,
     regime_notes,
+    rule_groups,
     window_groups,
 )
 
@@ -84,6 +85,9 @@ def _gate_block(g: GateReview) -> Group:
     if g.explanation:
         parts.append(indent(text(f"{g.explanation}.")))
     parts += [indent(item(w, "warning:", "yellow")) for w in g.warnings]
+    parts += [indent(item(n, "note:", "cyan")) for n in g.notes]
+    if g.backtest_hint:
+        parts.append(indent(item(g.backtest_hint)))
     return Group(*parts)
 
 
@@ -133,13 +137,10 @@ def _regimes(review: Review) -> Iterator[RenderableType]:
 
 def _method(review: Review) -> Iterator[RenderableType]:
     yield heading("Method")
-    allowance = review.rule.allowance_percent
-    yield item(
-        f"Rule: a lower bound (≥, >) is the window's minimum less {allowance} of its"
-        f" magnitude, rounded down; an upper bound (≤, <) the maximum plus {allowance},"
-        " rounded up; at the literal's decimals, or more to keep"
-        f" {review.rule.significant_digits} significant digits."
-    )
+    rules = rule_groups(review)
+    for phrase, names in rules:
+        of = f" of {', '.join(names)}" if len(rules) > 1 else ""
+        yield item(f"Rule{of}: {phrase}.")
     if any(g.kind == "reference" for g in judged(review)):
         yield item(
             "Rule for a reference ± tolerance: the reference is the window's"

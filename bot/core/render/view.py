@@ -16,10 +16,11 @@ from bot.core.formatting import (
     day_month_year,
     decimals_range,
     per_run,
+    percent,
     plural,
     significant_no_exponent,
 )
-from bot.core.models import Change, GateReview, Regime, Review, WindowInfo
+from bot.core.models import Change, GateReview, Regime, Review, RuleSettings, WindowInfo
 from bot.core.render.conditions import OP_SIGNS, rule_text, tolerance_too_tight
 from bot.core.render.gates import (
     flagged,
@@ -97,6 +98,8 @@ class GateRow:
     new_fails: Markdown
     verdict: str
     explanation: Markdown
+    notes: tuple[Markdown, ...]  # information only (a limit that could be tightened)
+    backtest_hint: Markdown  # the backtest's line (empty without one)
 
 
 @dataclass(frozen=True)
@@ -142,6 +145,8 @@ def gate_row(g: GateReview) -> GateRow:
         if g.proposed_source or (g.verdict == "no_data" and needs_action(g))
         else f"{VERDICT_ICONS[g.verdict]} {VERDICT_WORDS[g.verdict]}",
         explanation=_prose(g.explanation),
+        notes=tuple(_prose(n) for n in g.notes),
+        backtest_hint=_prose(g.backtest_hint),
     )
 
 
@@ -356,6 +361,89 @@ def window_groups(review: Review) -> list[tuple[str, list[str]]]:
         phrase = _window_phrase(g.window, review, g.metric in current)
         groups.setdefault(phrase, []).append(g.name)
     return list(groups.items())
+
+
+def _ordinal(p: float) -> str:
+    text = f"{p:g}"
+    if "." in text or "e" in text:
+        return f"{text}th"
+    suffix = {1: "st", 2: "nd", 3: "rd"}.get(int(text) % 10, "th")
+    return text + ("th" if int(text) % 100 in (11, 12, 13) else suffix)
+
+
+def side_phrases(rule: RuleSettings) -> tuple[str, str]:
+    """How ``rule``'s model sets a lower bound and an upper bound, before rounding:
+    ``the window's minimum less 5% of its magnitude``, ``the window's maximum plus 5% …``."""
+    model, allowance = rule.model, rule.allowance_percent
+    if model.name == "minmax":
+        return (
+            f"the window's minimum less {allowance} of its magnitude",
+            f"the window's maximum plus {allowance} of its magnitude",
+        )
+    if model.name == "percentile":
+        return (
+            f"the window's {_ordinal(model.p)} percentile less {allowance} of its magnitude",
+            f"the window's {_ordinal(100 - model.p)} percentile plus {allowance} of its magnitude",
+        )
+    if model.name == "zscore":
+        sigma = "robust σ (1.4826·MAD)" if model.sigma == "mad" else "standard deviations"
+        return (
+            f"the window's mean less {model.spread:g} {sigma}",
+            f"the window's mean plus {model.spread:g} {sigma}",
+        )
+    if model.name == "prediction":
+        interval = f"window's one-sided {percent(model.confidence)} t prediction interval"
+        return f"the lower end of the {interval}", f"the upper end of the {interval}"
+    if model.name == "iqr":
+        return (
+            f"the window's first quartile less {model.spread:g} interquartile ranges",
+            f"the window's third quartile plus {model.spread:g} interquartile ranges",
+        )
+    low, high = model.min_limit, model.max_limit
+    return (
+        f"{low:g} as written" if low is not None else "the window's minimum",
+        f"{high:g} as written" if high is not None else "the window's maximum",
+    )
+
+
+def model_phrase(rule: RuleSettings) -> str:
+    """The limit rule of a gate in words: its model and parameters
+    (``RuleSettings.describe_model``), how a lower and an upper bound are set, the rounding
+    and the absolute bounds: ``minmax, 5% allowance: a lower bound (≥, >) is the window's
+    minimum less 5% of its magnitude, rounded down; …``."""
+    lower, upper = side_phrases(rule)
+    model = rule.model
+    down, up = ("", "") if model.name == "absolute" else (", rounded down", ", rounded up")
+    text = (
+        f"{rule.describe_model()}: a lower bound (≥, >) is {lower}{down};"
+        f" an upper bound (≤, <) {upper}{up}"
+    )
+    if model.name not in ("minmax", "absolute"):
+        text += "; never past the window's extreme run"
+    bounds = [
+        f"{word} {value:g}"
+        for word, value in (("below", model.min_limit), ("above", model.max_limit))
+        if value is not None and model.name != "absolute"
+    ]
+    if bounds:
+        text += f"; never {' nor '.join(bounds)}"
+    digits = rule.significant_digits
+    return text + f"; at the literal's decimals, or more to keep {digits} significant digits"
+
+
+def gate_rule(g: GateReview, review: Review) -> RuleSettings:
+    """The rule that set ``g``'s limit: the review's, with the override naming it."""
+    return review.rule.for_gate(g.name, g.metric, g.file)
+
+
+def rule_groups(review: Review) -> list[tuple[str, list[str]]]:
+    """Each distinct limit rule used (:func:`model_phrase`), with the limit gates that used
+    it; the review's own rule, for no gate, when it judges no limit gate."""
+    groups: dict[str, list[str]] = {}
+    for g in judged(review):
+        if g.kind == "limit":
+            groups.setdefault(model_phrase(gate_rule(g, review)), []).append(g.name)
+    return list(groups.items()) or [(model_phrase(review.rule), [])]
 
 
 def history_phrase(review: Review) -> str:

@@ -18,11 +18,10 @@ where: ``config:files.N.gates.M``, ``config:files.N``, ``script:LINE`` or
 from __future__ import annotations
 
 import re
-from functools import lru_cache
 from pathlib import PurePosixPath
 
-from bot.core.bounded import LinearPattern, compile_linear
 from bot.core.config import FileDecl, GateDecl, RepoConfig
+from bot.core.globs import glob_match
 from bot.core.models import (
     SIDES_OPS,
     DeclaredSource,
@@ -48,60 +47,6 @@ from bot.core.thresholds.structured.declared import (
 from bot.core.thresholds.structured.detect import detect_structured
 from bot.core.thresholds.structured.expressions import structured_expressions
 from bot.core.thresholds.tables.reader import TABLE_SUFFIXES, parse_table
-
-
-def _char_class(body: str) -> str | None:
-    """``[body]`` of a glob as a regex class; None when it is not a valid one (``[z-a]``):
-    the ``[`` is then literal."""
-    body = "^" + body[1:] if body.startswith("!") else body
-    klass = "[" + body.replace("\\", "\\\\").replace("[", "\\[") + "]"
-    try:
-        compile_linear(klass)
-    except ValueError:
-        return None
-    return klass
-
-
-@lru_cache(maxsize=256)
-def _glob_regex(pattern: str) -> LinearPattern:
-    """The glob as an RE2 pattern: matching takes time linear in the path, however many
-    ``*`` the glob has (a backtracking regex took minutes on ``*a*a*a*a*a*a*b.sh``)."""
-    out, i = [], 0
-    pattern = pattern.removeprefix("./")
-    while i < len(pattern):
-        if pattern.startswith("**/", i):
-            out.append("(?:[^/]*/)*")
-            i += 3
-        elif pattern.startswith("**", i):
-            out.append(".*")
-            i += 2
-        elif pattern[i] == "*":
-            out.append("[^/]*")
-            i += 1
-        elif pattern[i] == "?":
-            out.append("[^/]")
-            i += 1
-        elif (
-            pattern[i] == "["
-            and (close := pattern.find("]", i + 2)) > 0
-            and (klass := _char_class(pattern[i + 1 : close]))
-        ):
-            out.append(klass)
-            i = close + 1
-        else:
-            out.append(re.escape(pattern[i]))
-            i += 1
-    return compile_linear("".join(out))
-
-
-def glob_match(pattern: str, path: str) -> bool:
-    """Match a repository-relative path: ``*`` within a directory, ``**`` across them.
-
-    Time O(len(pattern) x len(path)) at worst.  ``ValueError`` for a glob too long for
-    RE2 to compile (the config refuses globs of more than ``MAX_PATTERN`` characters).
-    """
-    return _glob_regex(pattern).fullmatch(path.removeprefix("./")) is not None
-
 
 Resolved = tuple[SourceSpec | None, DeclaredSource | None]
 """A gate's history source and where it is named (both None: no source)."""

@@ -15,8 +15,9 @@ from collections.abc import Callable, Container, Sequence
 from dataclasses import dataclass
 
 from bot.core.config import RepoConfig
+from bot.core.globs import glob_match
 from bot.core.models import DeclaredSource, Gate, GateChange, SourceSpec, ThresholdFile
-from bot.core.thresholds.discover import glob_match, resolve_source
+from bot.core.thresholds.discover import resolve_source
 
 
 @dataclass(frozen=True)

@@ -22,8 +22,9 @@ from bot.adapters.github.api import GitHubAPI
 from bot.adapters.github.errors import GitHubPermanentError
 from bot.core import deadline
 from bot.core.config import CONFIG_PATH, RepoConfig
+from bot.core.globs import glob_match
 from bot.core.models import ThresholdFile
-from bot.core.thresholds.discover import find_gates, glob_match, is_candidate, is_named
+from bot.core.thresholds.discover import find_gates, is_candidate, is_named
 from bot.core.thresholds.errors import ThresholdFileError
 from bot.features.repo_config import config_at
 from bot.features.review.pull import PARSE_FAILURES

@@ -31,7 +31,13 @@ from bot.features.rebaseline.literals import (
     tolerance_edit,
     tolerance_needs,
 )
-from bot.features.rebaseline.provenance import Provenance, supports_comments, write_provenance
+from bot.features.rebaseline.provenance import (
+    GateId,
+    Provenance,
+    model_words,
+    supports_comments,
+    write_provenance,
+)
 
 __all__ = [
     "FilePlan",
@@ -40,6 +46,7 @@ __all__ = [
     "RebaselineResult",
     "commit_message",
     "gate_key",
+    "limit_gates",
     "plan_file",
     "rule_for",
     "unknown_gates",
@@ -98,7 +105,7 @@ def rule_for(command: Command, rule: RuleSettings) -> RuleSettings:
     if command.window is not None:
         update["window"] = command.window
     if command.allowance is not None:
-        update["allowance"] = command.allowance
+        rule = rule.with_allowance(command.allowance)
     return rule.model_copy(update=update)
 
 
@@ -246,6 +253,7 @@ def _with_provenance(
     limits = not all(e.is_reference for e in edits)
     prov = Provenance(
         rule=review.rule,
+        gates=limit_gates(edits),
         window_first=window.first,
         window_last=window.last,
         runs=window.runs,
@@ -260,15 +268,23 @@ def _with_provenance(
     return write_provenance(text, prov, first_gate_line=first.target.line)
 
 
+def limit_gates(edits: Sequence[GateEdit]) -> tuple[GateId, ...]:
+    """The limit gates ``edits`` change, each once: the gates whose models the words name."""
+    gates = ((e.gate.name, e.gate.metric, e.gate.file) for e in edits if not e.is_reference)
+    return tuple(dict.fromkeys(gates))
+
+
 def commit_message(plans: Sequence[FilePlan], rule: RuleSettings, by: str | None) -> str:
-    """A commit message listing every change, with the rule used."""
+    """A commit message listing every change, with the rule used: the allowance, or each
+    gate's model when not every one is the plain minmax (``describe_limits``)."""
     lines = [f"Rebaseline {sum(len(p.edits) for p in plans)} CI threshold(s)", ""]
     for plan in plans:
         for edit in plan.edits:
             lines.append(f"- {plan.path}: {edit.summary}")
     references = any(e.is_reference for p in plans for e in p.edits)
     of = f"; references: the {rule.reference} of the window" if references else ""
-    lines += ["", f"Rule: {rule.allowance_percent} allowance, window {rule.window}{of}."]
+    words = model_words(rule, limit_gates([e for p in plans for e in p.edits]))
+    lines += ["", f"Rule: {words}, window {rule.window}{of}."]
     if by:
         lines.append(f"Requested with /rebaseline by @{by}.")
     return "\n".join(lines)

@@ -9,10 +9,11 @@ in place, so repeated rebaselines never stack up comments.  Pure text functions.
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Iterable, Sequence
 from datetime import date, datetime
 
 from bot.core.formatting import iso_date, significant_g
+from bot.core.limit_model import LimitModel
 from bot.core.models import Change, Frozen, ReferenceStatistic, RuleSettings
 
 PREFIX = "threshold-bot:"
@@ -20,6 +21,51 @@ _BLOCK_START = re.compile(r"^(?P<indent>[ \t]*)#[ \t]*threshold-bot:")
 _CONTINUATION = re.compile(r"^[ \t]*#[ \t]{2,}\S")
 # formats without ``#`` comments: a provenance line would break them
 _NO_COMMENTS = (".json", ".jsonl", ".json5", ".ipynb", ".csv", ".tsv")
+
+
+GateId = tuple[str, str, str]
+"""A limit gate's name, metric and file: what ``RuleSettings.for_gate`` matches."""
+
+
+def _groups(
+    rule: RuleSettings, gates: Iterable[GateId], label: Callable[[str], str]
+) -> dict[str, list[str]] | None:
+    """The models of ``gates`` (by ``describe_model``) with the gates' names; None when
+    every gate's model is the plain minmax with one allowance (no gate: ``rule``'s)."""
+    named = list(dict.fromkeys(gates))
+    rules = [rule.for_gate(*g) for g in named] or [rule]
+    if all(r.model == LimitModel() for r in rules) and len({r.allowance for r in rules}) == 1:
+        return None
+    groups: dict[str, list[str]] = {}
+    for (name, _, _), gate_rule in zip(named, rules, strict=False):
+        groups.setdefault(gate_rule.describe_model(), []).append(label(name))
+    return groups or {rule.describe_model(): []}
+
+
+def model_words(
+    rule: RuleSettings, gates: Sequence[GateId], label: Callable[[str], str] = str
+) -> str:
+    """The rule of ``gates`` in a few words: ``5% allowance`` when each is the plain minmax
+    with one allowance; else the model, or each model with its gates: ``zscore k=3 (A,
+    B); minmax, 5% allowance (C)``; ``label`` writes a gate's name (quoted, escaped)."""
+    groups = _groups(rule, gates, label)
+    if groups is None:
+        first = rule.for_gate(*gates[0]) if gates else rule
+        return f"{first.allowance_percent} allowance"
+    if len(groups) == 1:
+        return next(iter(groups))
+    return "; ".join(f"{model} ({', '.join(names)})" for model, names in groups.items())
+
+
+def describe_limits(
+    rule: RuleSettings, gates: Sequence[GateId], span: str, label: Callable[[str], str] = str
+) -> str:
+    """How the limits of ``gates`` were set over ``span``: ``5% allowance from the min/max
+    of {span}`` (the plain minmax), else ``zscore k=3 over {span}`` (:func:`model_words`)."""
+    words = model_words(rule, gates, label)
+    if _groups(rule, gates, label) is None:
+        return f"{words} from the min/max of {span}"
+    return f"{words} over {span}"
 
 
 class Provenance(Frozen):
@@ -33,6 +79,7 @@ class Provenance(Frozen):
     by: str | None = None
     changes: tuple[Change, ...] = ()
     limits: bool = True  # a limit changed (the allowance rule)
+    gates: tuple[GateId, ...] = ()  # the limit gates changed: their models are named
     # set when a reference gate changed: how its reference was recomputed
     reference: ReferenceStatistic | None = None
     tolerance: bool = False  # a tolerance was widened too (``--tolerance``)
@@ -64,7 +111,7 @@ def provenance_lines(prov: Provenance, *, indent: str = "") -> list[str]:
     runs = f"{window_text}, {prov.runs} runs{span}"
     lines = [f"{PREFIX} rebaselined {iso_date(prov.on)}{who} with {prov.via}"]
     if prov.limits:
-        lines.append(f"  rule: {rule.allowance_percent} allowance from the min/max of {runs}")
+        lines.append(f"  rule: {describe_limits(rule, prov.gates, runs, _plain)}")
         if prov.reference:
             lines.append(f"  references: the {prov.reference} of the same runs; tolerance {kept}")
     elif prov.reference:

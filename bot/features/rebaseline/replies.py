@@ -12,7 +12,8 @@ from bot.core.config import CONFIG_PATH
 from bot.core.models import RuleSettings
 from bot.core.render.markdown import code, escape
 from bot.features.rebaseline.literals import GateEdit, ToleranceNote
-from bot.features.rebaseline.plan import FilePlan, RebaselineResult
+from bot.features.rebaseline.plan import FilePlan, RebaselineResult, limit_gates
+from bot.features.rebaseline.provenance import GateId, describe_limits
 from bot.features.rebaseline.suggestions import unified
 from bot.features.replies import mention
 
@@ -20,8 +21,9 @@ MAX_NAMES = 20  # gate names listed in a hint
 MAX_STEPS = 5  # steps of one golden curve listed in the reply (the rest are counted)
 
 
-def describe_rule(rule: RuleSettings) -> str:
-    """``5% allowance, window of the last 20 runs``."""
+def describe_rule(rule: RuleSettings, gates: Sequence[GateId] = ()) -> str:
+    """``5% allowance from the min/max of the last 20 runs``; the models of ``gates`` (the
+    limit gates changed) when not every one is the plain minmax (``describe_limits``)."""
     window = rule.window
     if window.kind == "last":
         span = f"the last {window.runs} runs"
@@ -29,7 +31,7 @@ def describe_rule(rule: RuleSettings) -> str:
         span = "the current regime"
     else:
         span = f"runs since {window.since}"
-    return f"{rule.allowance_percent} allowance from the min/max of {span}"
+    return describe_limits(rule, gates, span, code)
 
 
 def _rows(path: str, edits: Sequence[GateEdit]) -> list[str]:
@@ -91,7 +93,8 @@ def rebaseline_reply(result: RebaselineResult) -> str:
     references = ""
     if any(e.is_reference for p in result.changed for e in p.edits):
         references = f"; references: the {result.rule.reference} of the same runs"
-    lines.append(f"Rule: {describe_rule(result.rule)}{references}.")
+    gates = limit_gates([e for p in result.changed for e in p.edits])
+    lines.append(f"Rule: {describe_rule(result.rule, gates)}{references}.")
     if result.commits:
         shas = ", ".join(sha[:7] for sha in result.commits)
         lines.append(f"Commit{'s' if len(result.commits) > 1 else ''}: {shas}.")

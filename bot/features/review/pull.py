@@ -48,6 +48,7 @@ from bot.adapters.settings import DEFAULT_THRESHOLD_FILE_BYTES
 from bot.core import deadline
 from bot.core.analysis.review import build_review, merge_reviews, unavailable_review
 from bot.core.config import CONFIG_PATH, RepoConfig
+from bot.core.globs import glob_match
 from bot.core.history.series import with_series
 from bot.core.history.sources import (
     BadHistory,
@@ -68,7 +69,7 @@ from bot.core.models import (
 )
 from bot.core.render.review import MARKER, render_check, render_comment
 from bot.core.thresholds.diff import diff_gates, removed_gates
-from bot.core.thresholds.discover import find_gates, glob_match, is_candidate, is_named
+from bot.core.thresholds.discover import find_gates, is_candidate, is_named
 from bot.core.thresholds.errors import ThresholdFileError
 from bot.core.thresholds.pinning import SourceProposal, pin_sources
 from bot.features.repo_config import config_at

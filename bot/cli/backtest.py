@@ -1,0 +1,114 @@
+"""``threshold-bot backtest``: which threshold model suits each gate of a file, judged on the
+run history (docs/backtest.md).
+
+An imperative shell: read the config, the threshold file and the history file, detect the
+history's regimes, replay each model over each gate (``bot.core.analysis.backtest``) and
+print the result as a terminal table, Markdown or JSON (``bot.core.render.backtest``).
+Exit 0 with a result; 2 for bad input (one line on stderr).
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from bot.adapters.history.files import read_history
+from bot.cli.errors import UsageProblem, fail
+from bot.cli.options import AllowanceOption, ConfigOption, WindowOption
+from bot.cli.output import write_output, write_table
+from bot.cli.review import read_config, read_gate_changes, rule_settings
+from bot.core.analysis.backtest import DEFAULT_MODELS, backtest_history
+from bot.core.history.sources import HistoryError
+from bot.core.limit_model import LimitModel, parse_models
+from bot.core.render.backtest import (
+    BacktestRun,
+    backtest_json,
+    backtest_markdown,
+    backtest_table,
+)
+
+DEFAULT_MODELS_TEXT = ",".join(m.describe() for m in DEFAULT_MODELS)
+
+
+class BacktestFormat(StrEnum):
+    """What ``backtest`` prints."""
+
+    table = "table"
+    markdown = "markdown"
+    json = "json"
+
+
+def _models(text: str | None) -> tuple[LimitModel, ...]:
+    """``--models`` as models (none given: the defaults); a usage error in plain words."""
+    if text is None:
+        return DEFAULT_MODELS
+    try:
+        return parse_models(text)
+    except ValueError as exc:
+        raise UsageProblem(f"--models {text[:80]!r}: {exc}") from None
+
+
+def run_backtest(
+    history_path: Path,
+    file: Path,
+    *,
+    config: Path | None,
+    window: str | None,
+    allowance: str | None,
+    models: tuple[LimitModel, ...],
+) -> BacktestRun:
+    """Read the inputs and backtest every gate of ``file``; ``UsageProblem`` on bad input."""
+    repo_config = read_config(config)
+    rule = rule_settings(repo_config, window, allowance)
+    _, head = read_gate_changes(file, None, repo_config)
+    try:
+        history = read_history(history_path)
+    except HistoryError as exc:
+        raise UsageProblem(str(exc)) from None
+    gates, changes = backtest_history(head.gates, history, rule, repo_config.regimes, models)
+    return BacktestRun(
+        file=head.path, runs=len(history.finished), changes=len(changes), rule=rule, gates=gates
+    )
+
+
+def backtest_command(
+    file: Annotated[Path, typer.Option(help="The threshold file whose gates to backtest.")],
+    history: Annotated[Path, typer.Option(help="Run history: a .jsonl or .csv file.")],
+    models: Annotated[
+        str | None,
+        typer.Option(
+            help="Models to compare, separated by commas: 'minmax,percentile p=1,zscore k=4'"
+            f" (default: {DEFAULT_MODELS_TEXT}). The gate's current model is always included.",
+            show_default=False,
+        ),
+    ] = None,
+    config: ConfigOption = None,
+    window: WindowOption = None,
+    allowance: AllowanceOption = None,
+    output_format: Annotated[
+        BacktestFormat,
+        typer.Option("--format", help="table (for reading), markdown or json."),
+    ] = BacktestFormat.table,
+    output: Annotated[Path | None, typer.Option(help="Write the result to this file.")] = None,
+) -> None:
+    """Replay threshold models over the history: false alarms, detection, recommendation."""
+    try:
+        result = run_backtest(
+            history,
+            file,
+            config=config,
+            window=window,
+            allowance=allowance,
+            models=_models(models),
+        )
+        if output_format is BacktestFormat.table:
+            write_table(backtest_table(result), output)
+        elif output_format is BacktestFormat.markdown:
+            write_output(backtest_markdown(result), output)
+        else:
+            write_output(backtest_json(result), output)
+    except UsageProblem as exc:
+        fail(str(exc), details=exc.details)
