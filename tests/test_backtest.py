@@ -4,6 +4,7 @@ guarantee, harmful changes and false alarms are counted as documented, bands are
 
 from __future__ import annotations
 
+import time
 from datetime import UTC, datetime
 
 import numpy as np
@@ -12,6 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
+from bot.core import deadline
 from bot.core.analysis.backtest import (
     DEFAULT_MODELS,
     Bound,
@@ -278,3 +280,14 @@ def test_the_current_model_comes_first_and_is_not_repeated() -> None:
     override = RuleSettings(overrides=({"gate": "ACC_*", "model": "iqr k=2"},))
     (result,) = backtest_gates(ctx, [_gate()], override)
     assert result.scores[0].model.describe() == "iqr k=2" and len(result.scores) == 6
+
+
+def test_a_job_past_its_limit_stops_while_backtesting_and_says_where() -> None:
+    values, _ = _step_history()
+    runs = _series(values.tolist())
+    ctx = HistoryContext(runs, [], [], len(runs))
+    with deadline.within(0.0):
+        time.sleep(0.01)
+        with pytest.raises(deadline.JobTimeout, match=r"while backtesting ACC_MIN$"):
+            backtest_gates(ctx, [_gate()], RuleSettings())
+    assert backtest_gates(ctx, [_gate()], RuleSettings())[0].scores  # no limit: it runs

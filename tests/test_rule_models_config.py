@@ -133,6 +133,11 @@ def test_backtest_settings_and_harm() -> None:
             " min_limit/max_limit), not p",
         ),
         (
+            "rule:\n  model:\n    name: zscore\n    p: 5\n",
+            ".github/threshold-bot.yml:2: rule.model: zscore takes k, sigma (besides"
+            " min_limit/max_limit), not p",
+        ),
+        (
             "rule:\n  model: prediction confidence=abc\n",
             ".github/threshold-bot.yml:2: rule.model: confidence=abc: not a number",
         ),

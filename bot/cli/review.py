@@ -108,7 +108,8 @@ def rule_settings(config: RepoConfig, window: str | None, allowance: str | None)
     if allowance is not None:
         overrides["allowance"] = allowance
     try:
-        rule = RuleSettings.model_validate(config.rule.model_dump() | overrides)
+        # what the config wrote, with the command line's: validated together (the cap)
+        rule = RuleSettings.model_validate(config.rule.model_dump(exclude_unset=True) | overrides)
     except ValidationError as exc:
         err = exc.errors()[0]
         where = ".".join(str(p) for p in err["loc"]) or "rule"

@@ -68,8 +68,13 @@ class LimitModel(BaseModel):
         if not isinstance(value, dict):
             raise ValueError("expected a model (zscore k=3) or a mapping of its settings")
         name = value.get("name", "minmax")
-        if value.get("k") is None and isinstance(name, str) and name in DEFAULT_K:
-            value = {**value, "k": DEFAULT_K[name]}
+        if isinstance(name, str) and name in PARAMETERS:
+            # written out, even a default value of another model's parameter is a mistake
+            others = set(value) & set(cls.model_fields) - {"name", *BOUNDS, *PARAMETERS[name]}  # type: ignore[index]
+            if others:
+                raise ValueError(_not_taken(name, others))
+            if value.get("k") is None and name in DEFAULT_K:
+                value = {**value, "k": DEFAULT_K[name]}  # type: ignore[index]
         return value
 
     @model_validator(mode="after")
@@ -82,13 +87,6 @@ class LimitModel(BaseModel):
             raise ValueError(f"min_limit {low:g} is above max_limit")
         if self.name == "absolute" and self.min_limit is None and self.max_limit is None:
             raise ValueError("absolute needs min_limit, max_limit or both")
-        # a parameter of another model, given a value other than its default (a dump of a
-        # whole rule re-validated carries every field at its default)
-        fields = type(self).model_fields
-        others = set(fields) - {"name", *BOUNDS, *PARAMETERS[self.name]}
-        unused = {f for f in others if getattr(self, f) != fields[f].default}
-        if unused:
-            raise ValueError(_not_taken(self.name, unused))
         return self
 
     @property
@@ -155,10 +153,6 @@ def _fields(text: str) -> dict[str, Any]:
         if key in fields:
             raise ValueError(f"{key} given twice")
         fields[key] = value if key == "sigma" else _number(key, value)
-    # written out, even a default value of another model's parameter is a mistake
-    others = set(fields) & set(LimitModel.model_fields) - {"name", *BOUNDS, *PARAMETERS[name]}
-    if others:
-        raise ValueError(_not_taken(name, others))
     return fields
 
 

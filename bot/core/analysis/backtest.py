@@ -18,6 +18,7 @@ from statistics import median
 import numpy as np
 from numpy.lib.stride_tricks import sliding_window_view
 
+from bot.core import deadline
 from bot.core.analysis.context import HistoryContext
 from bot.core.analysis.keys import resolve_key, summary_keys
 from bot.core.analysis.limits import recompute_limits
@@ -365,6 +366,7 @@ def backtest_gates(
     out: list[GateBacktest] = []
     for target in _targets(ctx, gates):
         if isinstance(target, _Target):
+            deadline.check(f"backtesting {target.gates[0].name}")  # a PR decides how many
             out.append(_backtest(ctx, target, rule, models))
             continue
         gate, reason = target

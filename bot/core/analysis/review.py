@@ -159,12 +159,8 @@ def _model_of(gate: Gate, rule: RuleSettings) -> str:
 
 def _backtest_hint(ctx: HistoryContext, gate: Gate, rule: RuleSettings) -> str:
     """The backtest's line for a limit gate whose model is clearly worse than another on
-    its history (``GateBacktest.hint``); empty for other gates, or with too few runs to
-    replay (``rule.backtest.min_runs`` + 1 runs with the metric)."""
-    if gate.kind != "limit" or gate.ignored or gate.points:
-        return ""
-    if finite(ctx.values(gate).values).size < rule.backtest.min_runs + 1:
-        return ""
+    its history (``GateBacktest.hint``); empty otherwise, also for a gate the backtest does
+    not replay (a reference, a placeholder, too few runs)."""
     hint = next((b.hint() for b in backtest_gates(ctx, [gate], rule)), None)
     return f"Backtest: {hint} — `threshold-bot backtest`" if hint else ""
 
