@@ -18,6 +18,7 @@ import subprocess
 import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
@@ -25,6 +26,7 @@ import yaml
 from typer.testing import CliRunner, Result
 
 from bot.adapters.history.files import read_history
+from bot.cli.action import workflow_command
 from bot.cli.main import app
 from bot.cli.review import review_files
 from bot.core.analysis.limits import recompute_limit
@@ -205,6 +207,11 @@ def test_pull_request_review_goes_to_the_summary_and_one_comment(world: World) -
     assert [c.query.get("ref") for c in reads] == [base]
     conclusion = re.search("conclusion=(.+)", Path(env["GITHUB_OUTPUT"]).read_text())
     assert conclusion is not None and conclusion.group(1) == "action_required"
+    gates = sum(line.startswith("| <code>") for line in summary.splitlines())
+    said = f"threshold-bot: PR #1: action_required: {gates} gates in 1 file"
+    assert said in result.stdout.splitlines()
+    # the workflow's token is an installation token: it is never asked who it is (a 403)
+    assert world.token.startswith("ghs_")
 
     # a second run (another window: another body) edits that comment in place
     again = run_action(world.env(files=SCRIPT_PATH, window="10"))
@@ -215,6 +222,15 @@ def test_pull_request_review_goes_to_the_summary_and_one_comment(world: World) -
     assert MARKER in edited.body and "10 runs" in edited.body
     assert len(world.fake.requests("PATCH", f"/repos/{REPO}/issues/comments/{comment.id}")) == 1
     assert len(world.fake.requests("POST", f"/repos/{REPO}/issues/1/comments")) == 1
+    assert world.fake.requests("GET", "/user") == []
+
+
+def test_a_personal_token_is_asked_for_its_login(world: World) -> None:
+    token = "ghp_" + "a" * 36  # a personal token's prefix: GET /user names its user
+    world.fake.state.tokens[token] = (INSTALLATION, datetime.now(UTC) + timedelta(hours=1))
+    result = run_action({**world.env(files=SCRIPT_PATH, comment="false"), "GITHUB_TOKEN": token})
+    assert result.returncode == 0, result.stderr
+    assert len(world.fake.requests("GET", "/user")) == 1
 
 
 def test_several_files_and_a_file_the_pr_adds(world: World) -> None:
@@ -232,6 +248,8 @@ def test_several_files_and_a_file_the_pr_adds(world: World) -> None:
     rows = [line for line in summary.splitlines() if line.startswith("| <code>")]
     row = next(line for line in rows if "LONG\\_ACC\\_MIN\\_VALUE" in line)
     assert "**0.40** (new)" in row
+    said = f"threshold-bot: PR #1: action_required: {len(rows)} gates in 2 files"
+    assert said in result.stdout.splitlines()
     assert not any("(new)" in line for line in rows if "EVAL\\_ACC" in line)
     assert world.comments() == []  # comment: false
     # the added file was asked for at the base and GitHub had none
@@ -272,7 +290,9 @@ def test_push_event_audits_to_the_summary_without_a_comment(world: World) -> Non
         ({"files": "nothing/*.sh"}, "no file in the repository matches nothing/*.sh"),
         ({"files": "../outside.sh"}, "'..' segment"),
         ({"history": "ci/none.jsonl"}, "history ci/none.jsonl: no such file"),
-        ({"wandb": "acme/proj", "history": ""}, "WANDB_API_KEY is not set"),
+        ({"wandb": "acme/proj", "history": ""}, "W&B: WANDB_API_KEY is not set"),
+        # the project the new script names, needed without the input: the same line
+        ({"files": NEW_SCRIPT, "history": ""}, "W&B: WANDB_API_KEY is not set (give it"),
         ({"fail-on": "sometimes"}, "fail-on: expected one of"),
         ({"comment": "maybe"}, "comment: expected true or false"),
         ({"config": "none.yml"}, "none.yml"),
@@ -290,6 +310,21 @@ def test_errors_are_one_line_in_the_log_and_the_summary(
     assert message in summary and "Traceback" not in summary + result.stderr
     assert str(world.tmp) not in line  # no machine path
     assert world.comments() == []
+    # and as an annotation on the run's page (no %, CR or LF here to escape)
+    said = line.removeprefix("threshold-bot: error: ")
+    assert result.stdout.splitlines()[-1] == f"::error::threshold-bot: {said}"
+
+
+def test_an_error_annotation_escapes_what_would_end_it(world: World) -> None:
+    # % is the escape character of workflow commands; CR and LF would end the command
+    pattern = "100%/x/*.sh"
+    result = invoke(world.env(files=pattern))
+    assert result.exit_code == 2
+    annotation = result.stdout.splitlines()[-1]
+    assert annotation == (
+        "::error::threshold-bot: files: no file in the repository matches 100%25/x/*.sh"
+    )
+    assert workflow_command("error", "a%b\rc\nd") == "::error::a%25b%0Dc%0Ad"
 
 
 def test_a_pr_that_changes_no_matched_file(world: World) -> None:
@@ -298,7 +333,7 @@ def test_a_pr_that_changes_no_matched_file(world: World) -> None:
     env = world.env(files="README.md", **{"fail-on": "neutral"})
     result = invoke(env)
     assert result.exit_code == 0, result.output
-    note = "threshold-bot: PR #1 changes none of the 1 threshold files matched"
+    note = "threshold-bot: PR #1 changes no threshold file (1 file matched)"
     assert note in Path(env["GITHUB_STEP_SUMMARY"]).read_text(encoding="utf-8")
     [edited] = world.repo.comments(1)  # the earlier review no longer stands: it says so
     assert edited.id == comment.id and edited.body == f"{MARKER}\n{note}.\n"

@@ -292,7 +292,7 @@ def test_missing_and_unreadable_inputs_are_usage_errors(world: dict[str, Any]) -
             ("--history", world["history"], "--file", world["file"], "--config", missing),
             "no such file",
         ),
-        (("--file", world["file"]), "Missing option '--history'"),
+        (("--file", world["file"]), "no history source; give --history FILE or --wandb"),
         (
             ("--history", world["history"], "--file", world["file"], "--window", "soon"),
             "--window",

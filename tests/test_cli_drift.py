@@ -200,7 +200,7 @@ def test_a_csv_history_reads_the_same(
 @pytest.mark.parametrize(
     ("args", "message"),
     [
-        (["--file", "{script}"], "Missing option '--history'"),
+        (["--file", "{script}"], "no history source; give --history FILE or --wandb"),
         (["--history", "{history}"], "Missing option '--file'"),
         (["--history", "{dir}/none.jsonl", "--file", "{script}"], "none.jsonl"),
         (["--history", "{history}", "--file", "{dir}/none.sh"], "no such file"),

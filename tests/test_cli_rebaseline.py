@@ -204,7 +204,7 @@ def test_line_endings_are_kept(example: ExamplePaths, tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("args", "message"),
     [
-        ([], "exactly one of --history"),
+        ([], "W&B: WANDB_API_KEY is not set"),  # the project the demo's script names
         (["--history", "missing.jsonl"], "missing.jsonl"),
         (["--history", "runs.jsonl", "--allowance", "x"], "--allowance"),
         (["--history", "runs.jsonl", "--window", "soon"], "--window"),
@@ -218,6 +218,7 @@ def test_bad_input_exits_2(
     message: str,
 ) -> None:
     monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("WANDB_API_KEY", raising=False)
     (tmp_path / "runs.jsonl").write_text(example.history.read_text())
     script, text = _copy(example, tmp_path)
     result = run("--file", script, *args)

@@ -82,8 +82,8 @@ def test_wandb_outage_gives_a_neutral_review(
 @pytest.mark.parametrize(
     ("args", "message"),
     [
-        ([], "exactly one of --history"),
-        (["--wandb", "acme/gsm8k_ci", "--history", "x.jsonl"], "exactly one of --history"),
+        ([], "no W&B entity given for project 'gsm8k_ci'"),  # the script's own, no entity
+        (["--wandb", "acme/gsm8k_ci", "--history", "x.jsonl"], "not both"),
         (["--wandb", "not-a-path/"], "ENTITY/PROJECT"),
         (["--wandb", "acme/missing"], "missing"),
     ],

@@ -160,12 +160,3 @@ def test_history_unavailable_w_and_b_outage(wandb: FakeWandb) -> None:
     comment = markdown("--wandb", "acme/gsm8k_ci", "--file", "nightly.sh")
     assert_cli_words(comment)
     assert "Run the review again once it can be." in what_to_do(comment)
-
-
-def test_history_unavailable_no_key(wandb: FakeWandb, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("WANDB_API_KEY", "")
-    monkeypatch.delenv("WANDB_API_KEY")
-    comment = markdown("--wandb", "acme/gsm8k_ci", "--file", "nightly.sh")
-    assert_cli_words(comment)
-    assert "set WANDB\\_API\\_KEY" in comment
-    assert "Run the review again once it can be." in what_to_do(comment)

@@ -1,4 +1,4 @@
-"""sync_sources, ``threshold-bot sync`` and ``review --wandb`` against the fake W&B server."""
+"""sync_sources and ``threshold-bot sync`` against the fake W&B server."""
 
 from __future__ import annotations
 
@@ -12,12 +12,10 @@ from typer.testing import CliRunner
 
 from bot.adapters.history.cache import CachedSource
 from bot.adapters.history.mlflow_source import MlflowSource
-from bot.adapters.history.sync import RemoteSources, parse_wandb_path, sync_sources, wandb_history
+from bot.adapters.history.sync import RemoteSources, parse_wandb_path, sync_sources
 from bot.adapters.history.wandb_source import WandbSource
-from bot.adapters.settings import Settings
 from bot.adapters.store.db import init_db, make_engine
 from bot.cli.sync import sync_command
-from bot.core.history.sources import HistoryNotFound
 from bot.core.models import SourceSpec
 from tests.fakes.wandb_server import API_KEY, FakeWandb, nightly_run, serve
 
@@ -97,26 +95,6 @@ def test_parse_wandb_path() -> None:
     for bad in ("a/b/c", "gsm8k_ci", "/", ""):
         with pytest.raises(ValueError, match="ENTITY/PROJECT"):
             parse_wandb_path(bad)
-
-
-def test_wandb_history_reads_credentials_from_the_environment(
-    fake: FakeWandb, url: str, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
-) -> None:
-    monkeypatch.setenv("WANDB_API_KEY", API_KEY)
-    monkeypatch.setenv("WANDB_BASE_URL", url)
-    monkeypatch.setenv("DATABASE_URL", f"sqlite:///{tmp_path / 'env.db'}")
-    history = wandb_history("acme/gsm8k_ci")
-    assert len(history.runs) == count(fake, "gsm8k_ci")
-    filtered = wandb_history("acme/math_ci", spec=SourceSpec(tags=("nightly",)), cache=True)
-    assert len(filtered.runs) == count(fake, "math_ci", "nightly")
-    assert (tmp_path / "env.db").exists()
-    with pytest.raises(HistoryNotFound):
-        wandb_history("acme/nope")
-
-
-def test_wandb_history_with_explicit_settings(fake: FakeWandb, url: str) -> None:
-    settings = Settings(wandb_api_key=API_KEY, wandb_base_url=url, wandb_entity=ENTITY)
-    assert len(wandb_history("gsm8k_ci", settings=settings).runs) == count(fake, "gsm8k_ci")
 
 
 # --------------------------------------------------------------------------- CLI

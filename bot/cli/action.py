@@ -5,7 +5,8 @@ Run by the composite action in the workflow's job, it reads what the runner prov
 ``GITHUB_SERVER_URL``, ``GITHUB_TOKEN``, ``GITHUB_STEP_SUMMARY``, ``GITHUB_WORKSPACE``, and
 the action's inputs as ``INPUT_FILES``, ``INPUT_HISTORY``, ``INPUT_WANDB``, ``INPUT_CONFIG``,
 ``INPUT_FAIL_ON``, ``INPUT_WINDOW``, ``INPUT_COMMENT``, ``INPUT_COMMENT_AUTHOR`` (each also
-an option).  W&B credentials come from ``WANDB_API_KEY`` (``WANDB_BASE_URL``, ``WANDB_ENTITY``).
+an option).  Histories are read through ``bot.cli.histories`` (W&B credentials from
+``WANDB_API_KEY``, ``WANDB_BASE_URL``, ``WANDB_ENTITY``; a missing one is an error).
 
 On a ``pull_request`` event: the threshold files matching ``--files`` in the workspace (the
 PR's checkout) are diffed against their versions at the PR's base SHA, read through the
@@ -13,7 +14,7 @@ API (a file the PR adds has none: every gate is new); the review goes to the job
 and, with ``--comment true``, into the one marked PR comment, edited in place on each run.
 Any other event (push, schedule): an audit of the files, to the summary only.
 Exit status: 1 when the conclusion reaches ``--fail-on``; 2 on an error, said in one line
-in the log and in the summary.
+in the log, as an ``::error::`` annotation and in the summary.
 """
 
 from __future__ import annotations
@@ -33,28 +34,20 @@ from bot.adapters.github.api import GitHubAPI
 from bot.adapters.github.app import DEFAULT_API_URL
 from bot.adapters.github.errors import GitHubError
 from bot.adapters.github.workflow import workflow_client
-from bot.adapters.history.files import FileSource
-from bot.adapters.history.sync import mlflow_source, parse_wandb_path, wandb_source
-from bot.adapters.settings import (
-    DEFAULT_MAX_FILE_BYTES,
-    DEFAULT_THRESHOLD_FILE_BYTES,
-    Settings,
-    SettingsError,
-    load_settings,
-)
+from bot.adapters.settings import DEFAULT_THRESHOLD_FILE_BYTES
 from bot.cli.errors import PROG, UsageProblem, fail
+from bot.cli.histories import LocalHistories, inside
 from bot.cli.review import rule_settings, web_url
-from bot.core.api_paths import is_full_name, repo_path_problem
+from bot.core.api_paths import is_full_name
 from bot.core.config import CONFIG_PATH, ConfigError, RepoConfig, parse_config
-from bot.core.history.sources import BadHistory, HistoryUnavailable
-from bot.core.models import History, SourceSpec
+from bot.core.formatting import plural
+from bot.core.models import SourceSpec
 from bot.core.render.review import MARKER, rebaseline_options, render_comment
 from bot.features.action import FileVersions, fails, find_changes, review_gates
 
 FAIL_ON = ("action_required", "neutral", "none")
 MAX_FILES = 200  # threshold files in one run: a glob matching the whole tree is a mistake
 THRESHOLD_BYTES = DEFAULT_THRESHOLD_FILE_BYTES  # each threshold file and the config, as the App
-HISTORY_BYTES = DEFAULT_MAX_FILE_BYTES  # a history file of the repository, as the App
 
 
 @dataclass(frozen=True)
@@ -93,17 +86,6 @@ def _pull(event_path: str) -> PullRef | None:
     return PullRef(number=number, base_sha=sha)
 
 
-def _inside(workspace: Path, path: str, what: str) -> Path:
-    """``path`` (relative to the workspace) resolved, refused when it leaves the workspace."""
-    problem = repo_path_problem(path)
-    if problem is not None:
-        raise UsageProblem(f"{what} {path!r}: {problem}; give a path in the repository")
-    resolved = (workspace / path).resolve()
-    if not resolved.is_relative_to(workspace):
-        raise UsageProblem(f"{what} {path}: leads out of the workspace")
-    return resolved
-
-
 def _expand_files(workspace: Path, patterns: str) -> list[str]:
     """The repository paths of the files matching the globs ``patterns`` (separated by spaces
     or newlines), sorted; a pattern matching nothing is an error (a typo, a moved file)."""
@@ -112,7 +94,7 @@ def _expand_files(workspace: Path, patterns: str) -> list[str]:
     if not globs:
         raise UsageProblem("files: give the threshold files (globs, e.g. ci/*.sh)")
     for pattern in globs:
-        _inside(workspace, pattern, "files:")
+        inside(workspace, pattern, "files:")
         matched = {
             p.relative_to(workspace).as_posix()
             for p in workspace.glob(pattern)
@@ -123,7 +105,7 @@ def _expand_files(workspace: Path, patterns: str) -> list[str]:
             raise UsageProblem(f"files: no file in the repository matches {pattern}")
         found |= matched
     if len(found) > MAX_FILES:
-        raise UsageProblem(f"files: {len(found)} files match; at most {MAX_FILES} are reviewed")
+        raise UsageProblem(f"files: {plural(len(found), 'file')} match; at most {MAX_FILES}")
     return sorted(found)
 
 
@@ -131,7 +113,7 @@ def _config(workspace: Path, path: str | None) -> RepoConfig:
     """The repository config at ``path`` in the workspace (defaults without one)."""
     if not path:
         return RepoConfig()
-    text = _read(_inside(workspace, path, "config"), f"config {path}", THRESHOLD_BYTES)
+    text = _read(inside(workspace, path, "config"), f"config {path}", THRESHOLD_BYTES)
     try:
         return parse_config(text, path)
     except ConfigError as exc:
@@ -153,63 +135,20 @@ def _read(path: Path, what: str, limit: int) -> str:
         raise UsageProblem(f"{what}: cannot be read ({exc.strerror})") from None
 
 
-class WorkspaceHistories:
-    """The histories of the run: ``file`` sources from the workspace, W&B and MLflow from
-    the ``WANDB_*`` / ``MLFLOW_*`` environment variables (read when first needed)."""
-
-    def __init__(self, workspace: Path) -> None:
-        self._workspace = workspace
-        self._settings: Settings | None = None
-
-    def settings(self) -> Settings:
-        """The settings of the environment (``UsageProblem`` when one is invalid)."""
-        if self._settings is None:
-            try:
-                # the environment only: a .env file in the workspace is the PR's to write
-                self._settings = load_settings(_env_file=None)
-            except SettingsError as exc:
-                raise UsageProblem(str(exc)) from None
-        return self._settings
-
-    def _text(self, path: str) -> str:
-        resolved = _inside(self._workspace, path, "history")
-        if not resolved.is_file():
-            raise FileNotFoundError(path)
-        if resolved.stat().st_size > HISTORY_BYTES:
-            raise BadHistory(f"{path}: over the limit of {HISTORY_BYTES} bytes")
-        return resolved.read_text(encoding="utf-8")
-
-    def fetch(self, spec: SourceSpec) -> History:
-        """The runs of ``spec`` (``HistoryError`` when they cannot be read)."""
-        if spec.kind == "file":
-            try:
-                return FileSource(self._text).fetch(spec)
-            except UsageProblem as exc:
-                raise HistoryUnavailable(str(exc)) from None
-        if spec.kind == "wandb":
-            return wandb_source(self.settings()).fetch(spec)
-        return mlflow_source(self.settings()).fetch(spec)  # the one other kind
-
-
 def _override(
-    histories: WorkspaceHistories, workspace: Path, history: str | None, wandb: str | None
+    histories: LocalHistories, workspace: Path, history: str | None, wandb: str | None
 ) -> SourceSpec | None:
     """The history every gate reads (``history`` or ``wandb``), checked; None: their own."""
     if history and wandb:
         raise UsageProblem("give one of history and wandb, not both")
     if history:
-        if not _inside(workspace, history, "history").is_file():
+        if not inside(workspace, history, "history").is_file():
             raise UsageProblem(f"history {history}: no such file in the repository")
         return SourceSpec(kind="file", path=history)
     if wandb:
-        settings = histories.settings()
-        key = settings.wandb_api_key
-        if key is None or not key.get_secret_value().strip():
-            raise UsageProblem("wandb: WANDB_API_KEY is not set (pass the secret in env:)")
-        try:
-            return parse_wandb_path(wandb, settings.wandb_entity)
-        except ValueError as exc:
-            raise UsageProblem(f"wandb: {exc}") from None
+        spec = histories.wandb_spec(wandb, None, "wandb")
+        histories.require(spec)  # needed by the input, before anything is read
+        return spec
     return None
 
 
@@ -246,6 +185,16 @@ def _append_output(name: str, value: str) -> None:
             raise UsageProblem(f"GITHUB_OUTPUT: cannot be written ({exc.strerror})") from None
 
 
+def workflow_command(command: str, message: str) -> str:
+    """``::command::message``: a workflow command the runner turns into an annotation, its
+    data escaped as the runner unescapes it (``%``, CR and LF), so no text of ``message``
+    can end the command or start another."""
+    data = message
+    for char, code in (("%", "%25"), ("\r", "%0D"), ("\n", "%0A")):
+        data = data.replace(char, code)
+    return f"::{command}::{data}"
+
+
 def _quoted(text: str) -> str:
     """``text`` as a Markdown code block: outside text (file names, messages) stays text."""
     fence = "`" * max(3, 1 + max((len(run) for run in re.findall("`+", text)), default=0))
@@ -280,7 +229,8 @@ def _run(
     rule = rule_settings(repo_config, window, None)
     paths = _expand_files(workspace, files)
     heads = {p: _read(workspace / p, p, THRESHOLD_BYTES) for p in paths}
-    histories = WorkspaceHistories(workspace)
+    # a .env file in the workspace is the PR's; a source that does not exist: in the review
+    histories = LocalHistories(workspace, env_file=False, strict=False)
     override = _override(histories, workspace, history, wandb)
     api_url = _env("GITHUB_API_URL") or DEFAULT_API_URL
     server = _env("GITHUB_SERVER_URL")
@@ -315,9 +265,8 @@ def _run(
         sys.stdout.write(text)
     _append_output("conclusion", review.conclusion)
     what = "audit" if pull is None else f"PR #{pull.number}"
-    print(
-        f"{PROG}: {what}: {review.conclusion}: {len(review.gates)} gates in {len(versions)} files"
-    )
+    gates = plural(len(review.gates), "gate")
+    print(f"{PROG}: {what}: {review.conclusion}: {gates} in {plural(len(versions), 'file')}")
     if gh is not None and pull is not None and post:
         _comment(gh, repo, pull.number, text)
     return fails(review.conclusion, fail_on)
@@ -348,7 +297,8 @@ def _changed(gh: GitHubAPI, repo: str, pull: PullRef, heads: dict[str, str]) -> 
 
 def _unchanged(gh: GitHubAPI | None, repo: str, pull: PullRef, matched: int) -> None:
     """Nothing to review: say so; a comment left by an earlier run says so too."""
-    note = f"{PROG}: PR #{pull.number} changes none of the {matched} threshold files matched"
+    files = plural(matched, "file")
+    note = f"{PROG}: PR #{pull.number} changes no threshold file ({files} matched)"
     _append_summary(note)
     _append_output("conclusion", "success")
     print(note)
@@ -368,8 +318,8 @@ def _comment(gh: GitHubAPI, repo: str, number: int, text: str) -> None:
         posted = gh.upsert_comment(repo, number, text, MARKER)
         print(f"{PROG}: comment {posted.url}")
     except GitHubError as exc:
-        note = f"could not post the PR comment: {exc}"
-        print(f"::warning::{' '.join(note.split())}")
+        note = " ".join(f"could not post the PR comment: {exc}".split())
+        print(workflow_command("warning", note))
         _append_summary(_quoted(f"{PROG}: {note}"))
 
 
@@ -415,6 +365,7 @@ def action_command(
         message = " ".join(str(exc).split())
         with contextlib.suppress(UsageProblem):  # the log line below still says it
             _append_summary(_quoted(f"{PROG}: error: {message}"))
+        print(workflow_command("error", f"{PROG}: {message}"), flush=True)
         fail(message, details=exc.details)
     if failed:
         raise typer.Exit(1)

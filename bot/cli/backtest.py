@@ -1,10 +1,12 @@
 """``threshold-bot backtest``: which threshold model suits each gate of a file, judged on the
 run history (docs/backtest.md).
 
-An imperative shell: read the config, the threshold file and the history file, detect the
-history's regimes, replay each model over each gate (``bot.core.analysis.backtest``) and
-print the result as a terminal table, Markdown or JSON (``bot.core.render.backtest``).
-Exit 0 with a result; 2 for bad input (one line on stderr).
+An imperative shell: read the config, the threshold file and the runs (a history file, a W&B
+project, or the one source the file or the config names), detect the history's regimes,
+replay each model over each gate (``bot.core.analysis.backtest``) and print the result as a
+terminal table, Markdown or JSON (``bot.core.render.backtest``).
+Exit 0 with a result; 1 when the runs cannot be read now (an outage); 2 for bad input (one
+line on stderr).
 """
 
 from __future__ import annotations
@@ -15,9 +17,15 @@ from typing import Annotated
 
 import typer
 
-from bot.adapters.history.files import read_history
 from bot.cli.errors import UsageProblem, fail
-from bot.cli.options import AllowanceOption, ConfigOption, WindowOption
+from bot.cli.histories import read_runs
+from bot.cli.options import (
+    AllowanceOption,
+    ConfigOption,
+    HistoryOption,
+    WandbOption,
+    WindowOption,
+)
 from bot.cli.output import write_output, write_table
 from bot.cli.review import read_config, read_gate_changes, rule_settings
 from bot.core.analysis.backtest import DEFAULT_MODELS, backtest_history
@@ -29,6 +37,7 @@ from bot.core.render.backtest import (
     backtest_markdown,
     backtest_table,
 )
+from bot.core.render.review import cli_wording
 
 DEFAULT_MODELS_TEXT = ",".join(m.describe() for m in DEFAULT_MODELS)
 
@@ -52,7 +61,8 @@ def _models(text: str | None) -> tuple[LimitModel, ...]:
 
 
 def run_backtest(
-    history_path: Path,
+    history_path: Path | None,
+    wandb: str | None,
     file: Path,
     *,
     config: Path | None,
@@ -60,14 +70,12 @@ def run_backtest(
     allowance: str | None,
     models: tuple[LimitModel, ...],
 ) -> BacktestRun:
-    """Read the inputs and backtest every gate of ``file``; ``UsageProblem`` on bad input."""
+    """Read the inputs and backtest every gate of ``file``; ``UsageProblem`` on bad input,
+    ``HistoryError`` when the runs cannot be read now."""
     repo_config = read_config(config)
     rule = rule_settings(repo_config, window, allowance)
     _, head = read_gate_changes(file, None, repo_config)
-    try:
-        history = read_history(history_path)
-    except HistoryError as exc:
-        raise UsageProblem(str(exc)) from None
+    history = read_runs(history_path, wandb, head.gates, repo_config, head.path)
     gates, changes = backtest_history(head.gates, history, rule, repo_config.regimes, models)
     return BacktestRun(
         file=head.path, runs=len(history.finished), changes=len(changes), rule=rule, gates=gates
@@ -76,7 +84,8 @@ def run_backtest(
 
 def backtest_command(
     file: Annotated[Path, typer.Option(help="The threshold file whose gates to backtest.")],
-    history: Annotated[Path, typer.Option(help="Run history: a .jsonl or .csv file.")],
+    history: HistoryOption = None,
+    wandb: WandbOption = None,
     models: Annotated[
         str | None,
         typer.Option(
@@ -98,6 +107,7 @@ def backtest_command(
     try:
         result = run_backtest(
             history,
+            wandb,
             file,
             config=config,
             window=window,
@@ -112,3 +122,5 @@ def backtest_command(
             write_output(backtest_json(result), output)
     except UsageProblem as exc:
         fail(str(exc), details=exc.details)
+    except HistoryError as exc:
+        fail(f"the run history could not be read: {cli_wording(str(exc))}", 1)

@@ -1,10 +1,11 @@
 """``threshold-bot drift``: the drift watch of one threshold file, offline (docs/drift.md).
 
 Reads the config (its ``drift:`` settings: ``min_failures``, ``window``), the threshold file
-as the default branch has it and a history file; reviews every gate at its literal over the
+as the default branch has it and the runs (a history file, a W&B project, or the source the
+file or the config names, as ``review`` reads them); reviews every gate at its literal over the
 drift window and prints what the App's drift issue would say (``--format markdown``, worded
-for the command line) or the JSON report.  Exit status 1 when a gate drifts, 0 otherwise
-(flaky gates alone: 0), 2 for bad input.
+for the command line) or the JSON report.  Exit status 1 when a gate drifts or the runs
+cannot be read now (an outage), 0 otherwise (flaky gates alone: 0), 2 for bad input.
 """
 
 from __future__ import annotations
@@ -17,11 +18,11 @@ from typing import Annotated
 import typer
 
 from bot.cli.errors import UsageProblem, fail
-from bot.cli.options import ConfigOption
-from bot.cli.review import read_config, review_files
+from bot.cli.options import ConfigOption, HistoryOption, WandbOption
+from bot.cli.review import read_config, review_history
 from bot.core.analysis.drift import drift_report
 from bot.core.render.drift import drift_json, item_body
-from bot.core.render.review import rebaseline_options
+from bot.core.render.review import cli_wording, rebaseline_options
 
 
 class DriftFormat(StrEnum):
@@ -33,7 +34,8 @@ class DriftFormat(StrEnum):
 
 def drift_command(
     file: Annotated[Path, typer.Option(help="The threshold file, as the default branch has it.")],
-    history: Annotated[Path, typer.Option(help="Run history: a .jsonl or .csv file.")],
+    history: HistoryOption = None,
+    wandb: WandbOption = None,
     config: ConfigOption = None,
     output_format: Annotated[
         DriftFormat,
@@ -45,14 +47,16 @@ def drift_command(
         repo_config = read_config(config)
         settings = repo_config.drift
         rule = repo_config.rule.model_copy(update={"window": settings.window})
-        review = review_files(history, file, config=repo_config, rule=rule)
+        review = review_history(history, wandb, file, None, repo_config, rule)
         report = drift_report(file.as_posix(), review, settings)
     except UsageProblem as exc:
         fail(str(exc), details=exc.details)
+    if review.error:  # an outage: no gate could be checked, which is no "no drift"
+        fail(f"the run history could not be read: {cli_wording(review.error)}", 1)
     if output_format is DriftFormat.json:
         text = drift_json([report])
     else:
-        options = rebaseline_options(history, None, config, str(settings.window), None)
+        options = rebaseline_options(history, wandb, config, str(settings.window), None)
         text = item_body(report, mode="issue", repo_url=None, cli_options=options)
     sys.stdout.write(text)
     sys.stdout.flush()

@@ -25,10 +25,10 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 
 from bot.adapters.history.files import read_history
 from bot.adapters.history.mlflow_source import MlflowSource
-from bot.adapters.history.sync import mlflow_source, parse_wandb_path, wandb_source
 from bot.adapters.history.wandb_source import WandbSource
-from bot.adapters.settings import Settings, SettingsError, load_settings
+from bot.adapters.settings import Settings, SettingsError
 from bot.cli.errors import UsageProblem, fail
+from bot.cli.histories import LocalHistories
 from bot.cli.review import read_config
 from bot.core.history.export import history_text, merge, running_ids
 from bot.core.history.formats import JSONL_SUFFIXES
@@ -44,7 +44,7 @@ from bot.core.models import History, SourceSpec, as_utc
 
 Source = WandbSource | MlflowSource
 # failures no retry mends: exit 2, like a missing key
-_NOT_AN_OUTAGE = ("rejected the API key", "access denied", "'mlflow' extra")
+_NOT_AN_OUTAGE = ("rejected the API key", "access denied")
 
 
 def _since(text: str | None) -> datetime | None:
@@ -69,31 +69,26 @@ def _target(
     if (wandb is None) == (mlflow is None):
         raise UsageProblem("give exactly one of --wandb ENTITY/PROJECT and --mlflow EXPERIMENT")
     base = read_config(config).source(None) or SourceSpec()
-    settings = load_settings()
+    histories = LocalHistories(Path.cwd())
+    settings = histories.settings()
     update: dict[str, object] = {"series": tuple(series)}
     if since is not None:
         floor = as_utc(base.created_after) if base.created_after else since
         update["created_after"] = max(since, floor)
-    source: Source
     if wandb is not None:
         if tracking_uri is not None:
             raise UsageProblem("--tracking-uri goes with --mlflow, not --wandb")
-        try:
-            path = parse_wandb_path(wandb, settings.wandb_entity)
-        except ValueError as exc:
-            raise UsageProblem(str(exc)) from None
-        if settings.wandb_api_key is None:
-            raise UsageProblem("no W&B API key: set WANDB_API_KEY (environment or .env)")
-        update |= {"kind": "wandb", "entity": path.entity, "project": path.project}
-        source = wandb_source(settings)
+        target = histories.wandb_spec(wandb, None)
+        update |= {"kind": "wandb", "entity": target.entity, "project": target.project}
     else:
         if series:
             raise UsageProblem("--series: MLflow sources have no per-step series to read")
         if not (mlflow or "").strip():
             raise UsageProblem("--mlflow: give the experiment's name")
         update |= {"kind": "mlflow", "experiment": mlflow, "tracking_uri": None}
-        source = mlflow_source(_with_uri(settings, tracking_uri))
-    return base.model_copy(update=update), source
+        histories = LocalHistories(Path.cwd(), settings=_with_uri(settings, tracking_uri))
+    spec = base.model_copy(update=update)
+    return spec, histories.remote(spec)
 
 
 def _with_uri(settings: Settings, tracking_uri: str | None) -> Settings:

@@ -1,7 +1,8 @@
 """``threshold-bot rebaseline``: write the rule's values into a threshold file, in place.
 
 The command line's ``/rebaseline``: the file is reviewed as ``review`` audits it (every
-gate unchanged) against a history (a file, or W&B), then planned exactly as the App plans
+gate unchanged) against the runs (a history file, a W&B project, or the one source the file
+or the config names, as ``backtest`` reads them), then planned exactly as the App plans
 it (``bot.features.rebaseline.plan.plan_file``: references, ``--tolerance``, coupled
 literals and golden curves included) and written back with the provenance comment.
 
@@ -22,9 +23,8 @@ from typing import Annotated
 
 import typer
 
-from bot.adapters.history.files import read_history
-from bot.adapters.settings import SettingsError
 from bot.cli.errors import UsageProblem, fail
+from bot.cli.histories import read_runs
 from bot.cli.options import (
     AllowanceOption,
     ConfigOption,
@@ -37,9 +37,8 @@ from bot.core.analysis.curves import recompute_points
 from bot.core.analysis.review import build_review
 from bot.core.commands import Command
 from bot.core.config import RepoConfig
-from bot.core.history.series import with_series
-from bot.core.history.sources import HistoryError, HistoryNotFound
-from bot.core.models import History, Review, SourceSpec, ThresholdFile
+from bot.core.history.sources import HistoryError
+from bot.core.models import History, Review, ThresholdFile
 from bot.core.render.review import cli_wording
 from bot.core.thresholds.diff import diff_gates
 from bot.core.thresholds.discover import find_gates
@@ -50,10 +49,6 @@ from bot.features.rebaseline.plan import FilePlan, GateKey, gate_key, plan_file
 VIA = "threshold-bot rebaseline"  # what the provenance comment says wrote the values
 
 
-class HistoryUnreadable(Exception):
-    """The history could not be read (an outage, a rejected key): exit status 1."""
-
-
 def _gates(path: Path, text: str, config: RepoConfig) -> ThresholdFile:
     try:
         tf = find_gates(path.as_posix(), text, config)
@@ -62,25 +57,6 @@ def _gates(path: Path, text: str, config: RepoConfig) -> ThresholdFile:
     if tf is None or not tf.gates:
         raise UsageProblem(f"{path.as_posix()}: no threshold gates found")
     return tf
-
-
-def _history(history: Path | None, wandb: str | None, spec: SourceSpec) -> History:
-    """The runs, from the file or W&B; ``HistoryUnreadable`` when W&B cannot be read."""
-    if (history is None) == (wandb is None):
-        raise UsageProblem("give exactly one of --history FILE and --wandb ENTITY/PROJECT")
-    if history is not None:
-        try:
-            return read_history(history)
-        except HistoryError as exc:
-            raise UsageProblem(str(exc)) from None
-    from bot.adapters.history.sync import wandb_history
-
-    try:
-        return wandb_history(str(wandb), spec=spec)
-    except (ValueError, HistoryNotFound, SettingsError) as exc:
-        raise UsageProblem(cli_wording(str(exc))) from None
-    except HistoryError as exc:
-        raise HistoryUnreadable(cli_wording(str(exc))) from None
 
 
 def _points(tf: ThresholdFile, review: Review, history: History) -> dict[GateKey, PointValues]:
@@ -162,8 +138,7 @@ def rebaseline_command(
                 f"{file.as_posix()} has no gate {', '.join(unknown)}; its gates: {', '.join(known)}"
             )
         changes = diff_gates(tf, tf)
-        spec = with_series(repo_config.source(None) or SourceSpec(), [c.head for c in changes])
-        runs = _history(history, wandb, spec)
+        runs = read_runs(history, wandb, tf.gates, repo_config, tf.path)
         review = build_review(
             changes, runs, rule=rule, regime_settings=repo_config.regimes, unbound=tf.unbound
         )
@@ -184,8 +159,9 @@ def rebaseline_command(
         _report(file, text, plan, dry_run)
     except UsageProblem as exc:
         fail(str(exc), details=exc.details)
-    except HistoryUnreadable as exc:
-        fail(f"the run history could not be read: {exc}; nothing was written", status=1)
+    except HistoryError as exc:
+        message = cli_wording(str(exc))
+        fail(f"the run history could not be read: {message}; nothing was written", status=1)
 
 
 def _report(file: Path, text: str, plan: FilePlan, dry_run: bool) -> None:

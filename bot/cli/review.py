@@ -19,8 +19,8 @@ from pydantic import ValidationError
 
 from bot.adapters.github.app import DEFAULT_API_URL, token_client
 from bot.adapters.history.files import read_history
-from bot.adapters.settings import SettingsError
 from bot.cli.errors import UsageProblem, fail
+from bot.cli.histories import LocalHistories, own_sources
 from bot.cli.options import (
     AllowanceOption,
     ConfigOption,
@@ -32,21 +32,15 @@ from bot.cli.output import write_output, write_table
 from bot.core.analysis.review import build_review, unavailable_review
 from bot.core.config import ConfigError, RepoConfig, parse_config, plain_message
 from bot.core.history.series import with_series
-from bot.core.history.sources import HistoryError, HistoryNotFound
-from bot.core.models import (
-    GateChange,
-    History,
-    Review,
-    RuleSettings,
-    SourceSpec,
-    ThresholdFile,
-)
+from bot.core.history.sources import HistoryError
+from bot.core.models import GateChange, History, Review, RuleSettings, ThresholdFile
 from bot.core.render.html_report import html_report
 from bot.core.render.review import rebaseline_options, render_comment, render_json
 from bot.core.render.terminal import review_table
 from bot.core.thresholds.diff import diff_gates
 from bot.core.thresholds.discover import find_gates
 from bot.core.thresholds.errors import ThresholdFileError
+from bot.features.action import FoundGates, review_gates
 from bot.features.review.attribution import attribute
 
 
@@ -188,30 +182,35 @@ def _notes(head: ThresholdFile) -> list[str]:
     return [f"{head.path}: {note}" for note in head.notes]
 
 
-def _review_from_history(
+def review_history(
     history: Path | None,
     wandb: str | None,
     file: Path,
     base: Path | None,
     config: RepoConfig,
     rule: RuleSettings,
-    skip_bad_lines: bool,
+    skip_bad_lines: bool = False,
 ) -> Review:
-    """The review of the CLI: history from a file, or from W&B (an outage gives ``neutral``)."""
-    if (history is None) == (wandb is None):
-        raise UsageProblem("give exactly one of --history FILE and --wandb ENTITY/PROJECT")
+    """The review of the command line.  Its runs: the file ``history``, the W&B project
+    ``wandb``, or with neither the source each gate's file or the config names, read as the
+    Action reads them (``file`` sources from the current directory, the checkout's root).
+    A source that cannot be read now (an outage) leaves its gates without data: a neutral
+    review; a missing credential or a source that does not exist is bad input."""
+    if history is not None and wandb is not None:
+        raise UsageProblem("give one of --history FILE and --wandb ENTITY/PROJECT, not both")
     if history is not None:
         return review_files(
             history, file, base, config=config, rule=rule, skip_bad_lines=skip_bad_lines
         )
-    from bot.adapters.history.sync import wandb_history
-
     changes, head = read_gate_changes(file, base, config)
+    histories = LocalHistories(Path.cwd(), skip_bad_lines=skip_bad_lines)
+    if wandb is None:
+        own_sources([c.head for c in changes])
+        found = FoundGates(files=(head,), changes=tuple(changes), notes=tuple(_notes(head)))
+        return review_gates(found, histories, config=config, rule=rule)
+    spec = histories.wandb_spec(wandb, config.source(None))
     try:
-        spec = with_series(config.source(None) or SourceSpec(), [c.head for c in changes])
-        runs = wandb_history(str(wandb), spec=spec)
-    except (ValueError, HistoryNotFound, SettingsError) as exc:
-        raise UsageProblem(str(exc)) from None
+        runs = histories.fetch(with_series(spec, [c.head for c in changes]))
     except HistoryError as exc:
         review = unavailable_review(changes, str(exc), rule=rule, unbound=head.unbound)
         return review.model_copy(update={"warnings": (*review.warnings, *_notes(head))})
@@ -291,7 +290,7 @@ def review_command(
             raise UsageProblem("--format html writes a whole page: give --output FILE.html")
         repo_config = read_config(config)
         rule = rule_settings(repo_config, window, allowance)
-        result = _review_from_history(history, wandb, file, base, repo_config, rule, skip_bad_lines)
+        result = review_history(history, wandb, file, base, repo_config, rule, skip_bad_lines)
         repo_url = None
         if repo is not None:
             result = _attribute(result, repo, github_token, github_api_url)

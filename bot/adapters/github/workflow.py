@@ -3,8 +3,9 @@
 The token is the workflow's ``GITHUB_TOKEN`` (an installation token of the GitHub Actions
 App, whose comments are written by ``github-actions[bot]``) or a personal token.  Comments
 are the client's own when written by the token's user: ``GET /user`` names it for a
-personal token; an installation token may not read it (403) and writes as
-``github-actions[bot]``.  ``author`` names it outright (a GitHub App's token: ``slug[bot]``).
+personal token.  An installation token (``ghs_…``) may not read it (the request would end
+in a 403 in the job's log), so none is made: it writes as ``github-actions[bot]``.
+``author`` names the login outright (another GitHub App's token: ``slug[bot]``).
 """
 
 from __future__ import annotations
@@ -16,13 +17,15 @@ from bot.adapters.github.errors import translated
 from bot.adapters.github.identity import AppLogin
 
 ACTIONS_LOGIN = "github-actions[bot]"
+INSTALLATION_PREFIX = "ghs_"  # GitHub's prefix of installation (server-to-server) tokens
 
 
 def workflow_client(
     token: str, *, base_url: str, author: str | None = None, timeout: int = 15
 ) -> GitHubClient:
     """A client acting with ``token``; its own comments are those of ``author`` (default:
-    the token's user).  Raises ``GitHubError`` when GitHub refuses the token."""
+    the token's user, ``github-actions[bot]`` for an installation token, decided from its
+    prefix).  Raises ``GitHubError`` when GitHub refuses the token."""
     gh = Github(
         auth=Auth.Token(token),
         base_url=base_url.rstrip("/"),
@@ -32,6 +35,8 @@ def workflow_client(
         seconds_between_requests=None,
         seconds_between_writes=None,
     )
+    if not author and token.startswith(INSTALLATION_PREFIX):
+        author = ACTIONS_LOGIN  # an installation token may not ask GET /user
     return GitHubClient(gh, login=AppLogin(None, author or _token_login(gh)))
 
 

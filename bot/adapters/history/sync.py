@@ -2,7 +2,8 @@
 
 ``sync_sources`` syncs many sources and reports per source what changed (the
 re-check re-reviews PRs whose sources report ``changed``; ``threshold-bot sync`` shows
-it); ``wandb_history`` serves ``review --wandb ENTITY/PROJECT``.
+it); ``wandb_source`` and ``mlflow_source`` build the sources of the settings, which the
+command line's commands read through ``bot.cli.histories``.
 """
 
 from __future__ import annotations
@@ -15,13 +16,13 @@ from sqlalchemy.orm import Session, sessionmaker
 from bot.adapters.history.cache import CachedSource, SyncResult
 from bot.adapters.history.mlflow_source import MlflowSource
 from bot.adapters.history.wandb_source import WandbSource, with_entity
-from bot.adapters.settings import Settings, load_settings
+from bot.adapters.settings import Settings
 from bot.adapters.store.db import init_db, make_engine
 from bot.core.history.runs import Progress as ProgressCallback
 from bot.core.history.runs import SourceRun
 from bot.core.history.series import RunSeries, SeriesFetcher
 from bot.core.history.sources import HistoryError
-from bot.core.models import History, SourceSpec
+from bot.core.models import SourceSpec
 
 SpecProgress = Callable[[SourceSpec, int, int | None], None]
 """Called as ``progress(spec, runs_read, runs_total_or_None)`` during a sync."""
@@ -135,28 +136,3 @@ def parse_wandb_path(path: str, default_entity: str | None = None) -> SourceSpec
     if len(parts) == 1 and parts[0] and default_entity:
         return SourceSpec(kind="wandb", entity=default_entity, project=parts[0])
     raise ValueError(f"invalid W&B project {path!r}: expected ENTITY/PROJECT")
-
-
-def wandb_history(
-    path: str,
-    *,
-    spec: SourceSpec | None = None,
-    settings: Settings | None = None,
-    cache: bool = False,
-) -> History:
-    """The history of W&B project ``path`` for ``review --wandb ENTITY/PROJECT``.
-
-    Credentials come from ``WANDB_API_KEY`` / ``WANDB_BASE_URL`` / ``WANDB_ENTITY``
-    (environment or ``.env``).  ``spec`` supplies filters and summary keys; with
-    ``cache`` the run cache at ``DATABASE_URL`` is used and updated.  Raises
-    ``ValueError`` for a malformed path and ``HistoryError`` when W&B fails.
-    """
-    settings = settings or load_settings()
-    target = parse_wandb_path(path, settings.wandb_entity)
-    if spec is not None:
-        target = spec.model_copy(
-            update={"kind": "wandb", "entity": target.entity, "project": target.project}
-        )
-    if cache:
-        return cached_source(settings).fetch(target)
-    return wandb_source(settings).fetch(target)
