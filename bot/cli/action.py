@@ -29,8 +29,8 @@ from typing import Annotated, Any
 
 import typer
 
+from bot.adapters.github import DEFAULT_API_URL
 from bot.adapters.github.api import GitHubAPI
-from bot.adapters.github.app import DEFAULT_API_URL
 from bot.adapters.github.errors import GitHubError
 from bot.adapters.github.workflow import workflow_client
 from bot.adapters.history.files import FileSource

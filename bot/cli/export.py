@@ -44,7 +44,7 @@ from bot.core.models import History, SourceSpec, as_utc
 
 Source = WandbSource | MlflowSource
 # failures no retry mends: exit 2, like a missing key
-_NOT_AN_OUTAGE = ("rejected the API key", "access denied", "'mlflow' extra")
+_NOT_AN_OUTAGE = ("rejected the API key", "access denied")
 
 
 def _since(text: str | None) -> datetime | None:
@@ -189,7 +189,6 @@ def _count(history: History) -> str:
 _WORDS = (
     (" on the server", ""),
     (" (details in the App's log)", ""),
-    ("this server has no MLflow client", "the MLflow client is not installed"),
 )
 
 

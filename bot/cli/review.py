@@ -17,9 +17,8 @@ from urllib.parse import urlsplit
 import typer
 from pydantic import ValidationError
 
-from bot.adapters.github.app import DEFAULT_API_URL, token_client
+from bot.adapters.github import DEFAULT_API_URL
 from bot.adapters.history.files import read_history
-from bot.adapters.settings import SettingsError
 from bot.cli.errors import UsageProblem, fail
 from bot.cli.options import (
     AllowanceOption,
@@ -41,13 +40,10 @@ from bot.core.models import (
     SourceSpec,
     ThresholdFile,
 )
-from bot.core.render.html_report import html_report
 from bot.core.render.review import rebaseline_options, render_comment, render_json
-from bot.core.render.terminal import review_table
 from bot.core.thresholds.diff import diff_gates
 from bot.core.thresholds.discover import find_gates
 from bot.core.thresholds.errors import ThresholdFileError
-from bot.features.review.attribution import attribute
 
 
 class OutputFormat(StrEnum):
@@ -205,6 +201,7 @@ def _review_from_history(
             history, file, base, config=config, rule=rule, skip_bad_lines=skip_bad_lines
         )
     from bot.adapters.history.sync import wandb_history
+    from bot.adapters.settings import SettingsError
 
     changes, head = read_gate_changes(file, base, config)
     try:
@@ -231,6 +228,9 @@ def _attribute(review: Review, repo: str, token: str | None, api_url: str) -> Re
         raise UsageProblem("--repo needs a GitHub token: set GITHUB_TOKEN or --github-token")
     if repo.count("/") != 1 or not all(repo.split("/")):
         raise UsageProblem(f"--repo {repo!r}: expected OWNER/NAME")
+    from bot.adapters.github.app import token_client  # PyGithub: only with --repo
+    from bot.features.review.attribution import attribute
+
     return attribute(token_client(token, base_url=api_url), repo, review)
 
 
@@ -301,8 +301,12 @@ def review_command(
         )
         options = rebaseline_options(history, wandb, config, window, allowance)
         if fmt is OutputFormat.table:
+            from bot.core.render.terminal import review_table  # Rich: only for the table
+
             write_table(review_table(result, cli_options=options), output)
         elif fmt is OutputFormat.html:
+            from bot.core.render.html_report import html_report  # only for the report
+
             title = f"threshold-bot review of {file.as_posix()}"
             report = html_report(result, title=title, repo_url=repo_url, cli_options=options)
             write_output(report, output)

@@ -9,19 +9,21 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from datetime import datetime
+from typing import TYPE_CHECKING
 
-from sqlalchemy.orm import Session, sessionmaker
-
-from bot.adapters.history.cache import CachedSource, SyncResult
 from bot.adapters.history.mlflow_source import MlflowSource
 from bot.adapters.history.wandb_source import WandbSource, with_entity
 from bot.adapters.settings import Settings, load_settings
-from bot.adapters.store.db import init_db, make_engine
 from bot.core.history.runs import Progress as ProgressCallback
 from bot.core.history.runs import SourceRun
 from bot.core.history.series import RunSeries, SeriesFetcher
 from bot.core.history.sources import HistoryError
 from bot.core.models import History, SourceSpec
+
+if TYPE_CHECKING:  # the run cache is the App's store (the app extra): imported where used
+    from sqlalchemy.orm import Session, sessionmaker
+
+    from bot.adapters.history.cache import CachedSource, SyncResult
 
 SpecProgress = Callable[[SourceSpec, int, int | None], None]
 """Called as ``progress(spec, runs_read, runs_total_or_None)`` during a sync."""
@@ -92,6 +94,9 @@ def cached_source(
     W&B specs without an entity are cached under ``WANDB_ENTITY``'s, so that changing
     it never mixes two projects' runs, and reviews name the project they read.
     """
+    from bot.adapters.history.cache import CachedSource
+    from bot.adapters.store.db import init_db, make_engine
+
     if sessions is None:
         sessions = init_db(make_engine(settings.database_url))
     upstream = RemoteSources(wandb_source(settings), mlflow_source(settings))
@@ -110,6 +115,8 @@ def sync_sources(
     File sources are skipped.  A source that fails gets a result with ``error``
     set (and ``changed`` False) instead of stopping the others.
     """
+    from bot.adapters.history.cache import SyncResult
+
     results: dict[str, SyncResult] = {}
     for spec in specs:
         key = spec.key()
