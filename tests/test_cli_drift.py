@@ -5,6 +5,7 @@ prints (failures, streak, dates, the rule's new value) computed here from the da
 from __future__ import annotations
 
 import json
+import re
 import shlex
 from datetime import UTC, datetime, timedelta
 from decimal import ROUND_FLOOR, Decimal
@@ -104,12 +105,8 @@ def test_markdown_names_the_drift_and_exits_1(
     assert f"The rule's new value: **{new}**" in body
     assert "Passing (1): <code>LOW\\_MIN</code>." in body
     assert "/rebaseline`" not in body and "<sub>" not in body  # the App's words
-    (command,) = [
-        line.split("<code>")[1].split("</code>")[0]
-        for line in body.splitlines()
-        if line.startswith("- Run <code>threshold-bot rebaseline")
-    ]
-    args = shlex.split(command.replace("\\_", "_"))
+    (command,) = re.findall(r"^  ```sh\n  (.*)\n  ```$", body, re.MULTILINE)  # to copy
+    args = shlex.split(command)
     assert args[:2] == ["threshold-bot", "rebaseline"] and "--window" in args
     rebaselined = CliRunner().invoke(app, [*args[1:], "--dry-run"])
     assert rebaselined.exit_code == 0, rebaselined.output

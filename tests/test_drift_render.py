@@ -180,9 +180,10 @@ def test_the_command_line_wording() -> None:
     report = drifting_report()
     body = item_body(report, mode="issue", repo_url=None, cli_options="--history runs.jsonl")
     assert (
-        "Run <code>threshold-bot rebaseline --file ci/nightly.sh --history runs.jsonl ACC\\_MIN"
-        "</code> to write the rule's values in place" in body
+        "- Run this command to write the rule's value of <code>ACC\\_MIN</code> in place, and"
+        " no other gate's" in body
     )
+    assert "\n  ```sh\n  threshold-bot rebaseline --file ci/nightly.sh --history runs.jsonl" in body
     assert "/rebaseline" not in body.replace("threshold-bot rebaseline", "")
     assert "<sub>" not in body  # the App's footer
 

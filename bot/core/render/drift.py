@@ -21,15 +21,23 @@ from bot.core.models import Change, GateReview, Review
 from bot.core.render.conditions import rule_text
 from bot.core.render.gates import metric_cell, proposed_text, where
 from bot.core.render.markdown import Markdown, code, escape, join, link, truncate
-from bot.core.render.review import FOLD_REGIMES, GITHUB_TEXT_LIMIT, cli_rebaseline_commands
+from bot.core.render.review import (
+    FOLD_REGIMES,
+    GITHUB_TEXT_LIMIT,
+    cli_rebaseline_commands,
+    cli_rebaseline_words,
+    command_block,
+)
 from bot.core.render.view import (
     MAX_PULLS,
+    NO_CODE_CHANGE,
     TREND_KEY,
     gate_rule,
     pull_link,
     regime_metrics,
     regime_notes,
     regime_rows,
+    rule_values,
     side_phrases,
     window_groups,
 )
@@ -129,6 +137,8 @@ def _change_words(change: Change, review: Review, repo_url: str | None) -> Markd
         more = len(change.pulls) - len(shown)
         return Markdown(f"{text}, started by {', '.join(shown)}{f' +{more} more' if more else ''}")
     before, after = change.before_commit, change.after_commit
+    if before and before == after:  # one commit on both sides: no range to compare
+        return Markdown(f"{text}, {NO_CODE_CHANGE} ({code(before[:7])})")
     if before and after:  # outside text: escaped (a commit is only hex once validated)
         commits = f"{escape(before[:7])}…{escape(after[:7])}"
         url = f"{repo_url.rstrip('/')}/compare/{before}...{after}" if repo_url else None
@@ -228,17 +238,21 @@ def _headline(report: DriftReport) -> str:
 def _instruction(
     report: DriftReport, mode: Mode, repo_url: str | None, pull: int | None, cli: str | None
 ) -> list[str]:
-    """The one-line "what to do", for the App's item or the command line."""
+    """The "what to do": one line for the App's item; for the command line, which gates
+    the ``threshold-bot rebaseline`` command rewrites (the drifting ones the rule would
+    change, named), and the command, in a block to copy."""
     if not report.drifting:
         return []
-    values = [(d.gate, rule_text(d.gate)) for d in report.drifting if d.gate.recomputed is not None]
     if cli is not None:
-        commands = join((code(c) for c in cli_rebaseline_commands(values, cli)), " and ")
-        line = (
-            f"- Run {commands} to write the rule's values in place with a provenance comment"
-            " (`--dry-run` prints the diff and writes nothing)."
-        )
-    elif mode == "pull_request":
+        every = rule_values(report.review, flagged_only=False)
+        drifting = {_key(d.gate) for d in report.drifting}
+        values = [(g, value) for g, value in every if _key(g) in drifting]
+        if not values:  # the rule's values are those the gates have
+            return []
+        words = cli_rebaseline_words(values, every, lead="Run")
+        block = command_block(cli_rebaseline_commands(values, cli))
+        return ["#### What to do", "", f"- {words}", "", block]
+    if mode == "pull_request":
         line = "- Merge this PR to apply them; its own review is the check below."
     elif pull is not None:
         url = f"{repo_url.rstrip('/')}/pull/{pull}" if repo_url else None
@@ -247,6 +261,10 @@ def _instruction(
     else:
         line = "- Comment `/rebaseline` on this issue to open a pull request with these values."
     return ["#### What to do", "", line]
+
+
+def _key(g: GateReview) -> tuple[str, str, str, str]:
+    return g.file, g.name, g.metric, g.op
 
 
 def _flaky(report: DriftReport) -> list[str]:
