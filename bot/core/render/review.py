@@ -39,6 +39,7 @@ from bot.core.render.view import (
     regime_rows,
     rule_groups,
     rule_values,
+    unverified,
     window_groups,
 )
 
@@ -194,7 +195,7 @@ def _context(
         "rule_values": every,
         "every_command": rebaseline_command(every, named=False),
         "cli_commands": cli_rebaseline_commands(fixes, cli_options),
-        "unverified": [] if review.error else [g for g in gates if g.verdict == "no_data"],
+        "unverified": unverified(review),
         "new_sources": [g for g in gates if g.proposed_source],
         "approved": approved,
         "app_mode": app_mode,
