@@ -275,7 +275,8 @@ def test_drift_json_fields() -> None:
     report = drifting_report(settings=DriftSettings(min_failures=4, labels=("ci",)))
     other = drifting_report(file="ci/other.sh", pulls=())
     data = json.loads(drift_json([report, other]))
-    assert data["drifting"] == 2
+    assert data["drifting"] == 2 and data["no_data"] == 0
+    assert data["conclusion"] == "action_required"
     first = data["files"][0]
     assert first["file"] == FILE
     assert first["settings"] == {
@@ -301,6 +302,7 @@ def test_drift_json_fields() -> None:
         "value": "0.75",
         "status": "drifting",
         "reason": d.reason,
+        "no_data_reason": None,
         "failed": 8,
         "total": LOOKBACK,
         "failure_rate": round(8 / LOOKBACK, 4),

@@ -109,7 +109,10 @@ def rule_settings(config: RepoConfig, window: str | None, allowance: str | None)
     except ValidationError as exc:
         err = exc.errors()[0]
         where = ".".join(str(p) for p in err["loc"]) or "rule"
-        raise UsageProblem(f"--{where}: {plain_message(err)}") from None
+        message, given = plain_message(err), overrides.get(where)
+        if isinstance(given, str) and given not in message:  # say what was given
+            where += f" {given[:40]!r}"
+        raise UsageProblem(f"--{where}: {message}") from None
     # the command line's allowance is every gate's, also those an override gives another
     return rule if allowance is None else rule.with_allowance(rule.allowance)
 

@@ -141,7 +141,9 @@ def parse_wandb_path(path: str, default_entity: str | None = None) -> SourceSpec
         return SourceSpec(kind="wandb", entity=parts[0], project=parts[1])
     if len(parts) == 1 and parts[0] and default_entity:
         return SourceSpec(kind="wandb", entity=default_entity, project=parts[0])
-    raise ValueError(f"invalid W&B project {path!r}: expected ENTITY/PROJECT")
+    raise ValueError(
+        f"invalid W&B project {path[:100]!r}: give ENTITY/PROJECT, or PROJECT with WANDB_ENTITY set"
+    )
 
 
 def wandb_history(

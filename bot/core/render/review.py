@@ -51,6 +51,7 @@ from bot.core.render.view import (
     regime_rows,
     rule_groups,
     rule_values,
+    unverified,
     window_groups,
 )
 
@@ -257,7 +258,7 @@ def _context(
         "every_command": rebaseline_command(every, named=False),
         "cli_words": cli_rebaseline_words(fixes, every),
         "cli_block": command_block(cli_rebaseline_commands(fixes, cli_options)),
-        "unverified": [] if review.error else [g for g in gates if g.verdict == "no_data"],
+        "unverified": unverified(review),
         "new_sources": [g for g in gates if g.proposed_source],
         "approved": approved,
         "app_mode": app_mode,

@@ -38,7 +38,7 @@ from bot.core.render.view import (
     window_groups,
 )
 
-__all__ = ["plain", "review_table"]
+__all__ = ["plain", "regime_section", "review_table"]
 
 # glyphs of a gate's sparkline: with its label column and the run count, a row of 80 columns
 SPARK_WIDTH = 32
@@ -128,7 +128,9 @@ def _warnings(review: Review) -> Iterator[RenderableType]:
         yield item(warning, "warning:", "yellow")
 
 
-def _regimes(review: Review) -> Iterator[RenderableType]:
+def regime_section(review: Review) -> Iterator[RenderableType]:
+    """The regime table under its heading, with its key and the trend notes (none without
+    regimes)."""
     if review.regimes:
         table = RegimeTable(review)
         notes = regime_notes(review, table.columns)
@@ -193,7 +195,7 @@ def review_table(review: Review, *, cli_options: str = "--history FILE") -> Grou
         *_placeholders(review),
         *_unbound(review),
         *_warnings(review),
-        *_regimes(review),
+        *regime_section(review),
         *_method(review),
         *_actions(review, cli_options),
     )

@@ -12,10 +12,9 @@ from dataclasses import dataclass
 
 from bot.core.analysis.verdicts import needs_action
 from bot.core.models import GateReview, Review
-from bot.core.render.gates import judged
 from bot.core.render.review import cli_rebaseline_commands, cli_rebaseline_words, cli_wording
 from bot.core.render.shell import Argv
-from bot.core.render.view import attention_words, is_audit, rule_values
+from bot.core.render.view import attention_words, is_audit, rule_values, unverified
 from bot.core.render.view import verdict_words as view_verdict_words
 
 # ESC or C1 introducers: OSC/DCS/SOS/PM/APC strings up to BEL or ST (or the end), CSI
@@ -87,31 +86,55 @@ class Action:
     commands: tuple[Argv, ...] = ()
 
 
+def _no_data_items(missing: dict[str, list[GateReview]]) -> list[str]:
+    """What to do for the gates without data (:func:`unverified`), by why they have none."""
+    items = []
+    if gates := missing.get("empty_history"):
+        items.append(
+            f"Nothing to check {', '.join(g.name for g in gates)} against: the history is"
+            " empty. Fix the history source, or review again once runs are recorded."
+        )
+    if gates := missing.get("no_finished_runs"):
+        items.append(
+            f"Nothing to check {', '.join(g.name for g in gates)} against: the history has no"
+            " finished run, and only finished runs are judged. Review again once one has"
+            " finished."
+        )
+    if gates := missing.get("not_numbers"):
+        named = "; ".join(f"{g.name} reads {g.metric}" for g in gates)
+        items.append(
+            f"Record numbers for the metric of each gate whose values are not numbers: {named}."
+            " Fix what writes the history: a number per run, or no value at all rather than"
+            " text."
+        )
+    if gates := missing.get("metric"):
+        named = "; ".join(
+            f"{g.name} reads {g.metric}"
+            + (f" (the history has {', '.join(g.closest_keys)})" if g.closest_keys else "")
+            for g in gates
+        )
+        items.append(
+            f"Check the metric of each gate without data: {named}. Fix the metric name or"
+            " the history source; a metric only new runs log is checked once they do."
+        )
+    return items
+
+
 def actions(review: Review, cli_options: str) -> list[Action]:
     """What a command-line user does next, one item each: edit ``NAME = value`` at
     ``file:line``, or run ``threshold-bot rebaseline --file F`` with ``cli_options`` (the
     review's history and rule options, shell-quoted) to write the rule's values of exactly
     the gates that need it."""
-    gates = judged(review)
     fixes = rule_values(review, flagged_only=True)
     every = rule_values(review, flagged_only=False)
-    unverified = [] if review.error else [g for g in gates if g.verdict == "no_data"]
+    missing = unverified(review)
     items: list[str | Action] = []
     if review.error:
         items.append(
             "Nothing was checked: the run history could not be read."
             " Run the review again once it can be."
         )
-    if unverified:
-        named = "; ".join(
-            f"{g.name} reads {g.metric}"
-            + (f" (the history has {', '.join(g.closest_keys)})" if g.closest_keys else "")
-            for g in unverified
-        )
-        items.append(
-            f"Check the metric of each gate without data: {named}. Fix the metric name or"
-            " the history source; a metric only new runs log is checked once they do."
-        )
+    items += _no_data_items(missing)
     if fixes:
         edits = "\n".join(f"{g.name} = {value} at {g.file}:{g.line}" for g, value in fixes)
         items.append(f"To follow the rule, edit\n{edits}")
@@ -130,7 +153,7 @@ def actions(review: Review, cli_options: str) -> list[Action]:
             " .github/threshold-bot.yml (the config lines above), or mark a placeholder"
             " # threshold-bot: ignore."
         )
-    elif not review.error and not unverified:
+    elif not review.error and not missing:
         items.append("Fix what the notes above name.")
     return [_plain_action(i if isinstance(i, Action) else Action(i)) for i in items]
 

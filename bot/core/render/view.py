@@ -304,6 +304,27 @@ def _attention(gates: Sequence[GateReview], audit: bool) -> str:
     return "; ".join(f"{n} {words}" for words, n in counts.items())
 
 
+NO_DATA_WORDS: dict[str | None, str] = {  # why gates have no data, in the headline
+    "empty_history": "the history is empty",
+    "no_finished_runs": "no finished run",
+    "not_numbers": "values not numbers",
+}
+
+
+def unverified(review: Review) -> dict[str, list[GateReview]]:
+    """The judged gates without data by what gives them data (none when the history could
+    not be read): ``empty_history``, ``no_finished_runs``, ``not_numbers`` (what writes the
+    history), else ``metric`` (check the metric's name)."""
+    found: dict[str, list[GateReview]] = {}
+    if review.error:
+        return found
+    for g in judged(review):
+        if g.verdict == "no_data":
+            reason = g.no_data_reason if g.no_data_reason in NO_DATA_WORDS else "metric"
+            found.setdefault(str(reason), []).append(g)
+    return found
+
+
 def _finding(review: Review) -> tuple[str, str, Markdown]:
     """The review's verdict as ``(icon, label, text)``: never ✅ without evidence."""
     gates = judged(review)
@@ -326,7 +347,9 @@ def _finding(review: Review) -> tuple[str, str, Markdown]:
     fits = f"{plural(fit, 'gate')} {'fits' if fit == 1 else 'fit'} the recent runs"
     if missing:
         names = join(code(g.name) for g in missing)
-        text = f"{len(missing)} of {total} cannot be verified ({names}: no data)"
+        reasons = {g.no_data_reason for g in missing}
+        why = NO_DATA_WORDS.get(reasons.pop(), "no data") if len(reasons) == 1 else "no data"
+        text = f"{len(missing)} of {total} cannot be verified ({names}: {why})"
         return "⚪", "Not verified", Markdown(text + (f"; {fits}" if fit else ""))
     return "✅", "No action needed", Markdown(fits)
 
