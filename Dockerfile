@@ -16,18 +16,16 @@ ENV PYTHONDONTWRITEBYTECODE=1 \
     WANDB_DIR=/data/wandb
 
 WORKDIR /app
-# Dependencies first, read from pyproject.toml at the exact versions of constraints.txt
-# (`make constraints`), so code changes reuse this layer (the package itself cannot be
-# built before its code is there); setuptools and wheel, pinned too, build it.
+# Dependencies first, at the exact versions of constraints.txt: the freeze of a clean install
+# of the package with its `all` extra (`make constraints`: the App, W&B, MLflow, PostgreSQL
+# and Redis), so code changes reuse this layer (the package itself cannot be built before its
+# code is there); setuptools and wheel, pinned there too, build it.
 COPY pyproject.toml README.md constraints.txt ./
-RUN python -c "import tomllib; p = tomllib.load(open('pyproject.toml', 'rb'))['project']; \
-extra = p['optional-dependencies']; \
-print('\n'.join(p['dependencies'] + extra['redis'] + extra['postgres'] + extra['mlflow']))" \
-        > /tmp/requirements.txt \
-    && pip install --no-cache-dir -c constraints.txt -r /tmp/requirements.txt setuptools wheel
-# Then the code; the wheel ships the comment templates inside the package.
+RUN pip install --no-cache-dir -c constraints.txt -r constraints.txt
+# Then the code; the wheel ships the comment templates. `pip check`: every requirement met.
 COPY bot ./bot
-RUN pip install --no-cache-dir --no-deps --no-build-isolation -c constraints.txt .
+RUN pip install --no-cache-dir --no-deps --no-build-isolation -c constraints.txt . \
+    && pip check
 
 RUN useradd --system --uid 10001 --user-group --home-dir /data --create-home threshold-bot
 USER threshold-bot

@@ -9,7 +9,7 @@ STAMP := $(VENV)/.installed
 $(STAMP): pyproject.toml
 	$(PY) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
-	$(BIN)/pip install -q -e '.[dev,redis]'
+	$(BIN)/pip install -q -e '.[dev]'
 	touch $(STAMP)
 
 demo: $(STAMP)
@@ -85,7 +85,7 @@ schema: $(STAMP)
 	$(BIN)/threshold-bot check-config --schema > schema/threshold-bot.schema.json
 
 bench: $(STAMP) services
-	$(BIN)/pip install -q -e '.[dev,redis,bench]'
+	$(BIN)/pip install -q -e '.[dev,bench]'
 	for f in bench/bench_*.py bench/regimes/bench_*.py; do $(BIN)/python $$f || exit 1; done
 
 clean:
@@ -97,7 +97,7 @@ clean:
 constraints:
 	rm -rf .venv-constraints && $(PY) -m venv .venv-constraints
 	.venv-constraints/bin/pip install -q --upgrade pip setuptools wheel
-	.venv-constraints/bin/pip install -q '.[redis,postgres,mlflow]'
+	.venv-constraints/bin/pip install -q '.[all]'
 	{ echo '# Exact versions of the App image (Dockerfile). Regenerate: make constraints'; \
 	  .venv-constraints/bin/pip freeze --all --exclude-editable --exclude pip \
 	    --exclude threshold-bot; } > constraints.txt

@@ -10,6 +10,11 @@ where the PR's interactive report is served (``REPORT_BASE_URL`` is the App's lo
 address).  ``--serve`` keeps the App up after that, until Ctrl+C, so the report can be
 opened in a browser.
 
+Printed to a terminal, the review is shown as ``threshold-bot review``'s table (the App's
+own analysis of the PR, run again on the fake GitHub: the same inputs, the same review), and
+the Markdown the App posted is written to ``build/demo/`` (under the working directory)
+instead; piped or redirected, the Markdown is printed as posted.
+
 ``DemoApp`` is reused by ``bench/bench_pr_review.py``.
 """
 
@@ -31,6 +36,7 @@ from typing import Any
 
 import httpx
 import uvicorn
+from rich.console import Console
 
 from bot.adapters.github.api import CHECK_NAME
 from bot.adapters.github.app import client_factory
@@ -40,8 +46,11 @@ from bot.app.runtime import Runtime, build
 from bot.app.web import create_app
 from bot.core.config import CONFIG_PATH
 from bot.core.history.sources import HistoryUnavailable
-from bot.core.models import History, SourceSpec
+from bot.core.models import History, Review, SourceSpec
+from bot.core.render.terminal import review_table
 from bot.core.signature import sign
+from bot.features.review.attribution import attribute
+from bot.features.review.pull import HistoryRouter, analyse, read_thresholds, repo_history
 from demo.data import SCRIPT_PATH, DemoRepo, build_example, dump_jsonl
 from tests.fakes.github_api import FakeGitHub
 from tests.fakes.github_state import PullRequest, Repo
@@ -49,6 +58,7 @@ from tests.fakes.github_state import PullRequest, Repo
 REPO = "acme/rl-training"
 INSTALLATION = 1
 HISTORY_PATH = "ci/history/gsm8k_nightly.jsonl"
+POSTED_DIR = Path("build/demo")  # where a terminal's demo writes what the App posted
 REPORT_LINK = re.compile(r"https?://[^\s)\]]+/reports/[A-Za-z0-9_-]{43}")
 DEMO_CONFIG = f"""\
 # threshold-bot: the nightly's gates read the run history committed next to the script.
@@ -233,8 +243,59 @@ def _rule(title: str) -> str:
     return f"\n{'─' * 3} {title} {'─' * max(3, 96 - len(title))}\n"
 
 
+def app_review(app: DemoApp, number: int) -> Review:
+    """The App's review of PR ``number``, as its handler builds it: the PR's threshold files
+    and config, the history at the base branch, the regime changes tied to merged PRs."""
+    gh = app.runtime.worker.github(INSTALLATION)
+    pull = gh.pull(REPO, number)
+    found = read_thresholds(gh, REPO, pull)
+    analysis = analyse(found, HistoryRouter(repo_history(gh, REPO, pull.base_ref), None))
+    return attribute(gh, REPO, analysis.review, ref=pull.head_sha)
+
+
+def _save(name: str, text: str) -> str:
+    """``text`` written to ``POSTED_DIR/name``; the path, for the reader."""
+    POSTED_DIR.mkdir(parents=True, exist_ok=True)
+    path = POSTED_DIR / name
+    path.write_text(text, encoding="utf-8")
+    return path.as_posix()
+
+
+def _show_posted(app: DemoApp, number: int, head_sha: str) -> None:
+    """What the App posted, for a terminal: the review as a table; the Markdown to files."""
+    bodies = [comment.body for comment in app.repo.comments(number)]
+    print(_rule(f"the review of {REPO}#{number}, as the App posted it"))
+    Console().print(review_table(app_review(app, number), cli_options=f"--history {HISTORY_PATH}"))
+    print(_rule("what the App posted"))
+    print(f"PR comment (Markdown)  {_save('pr-comment.md', chr(10).join(bodies))}")
+    for run in app.repo.check_runs(head_sha):
+        if run.name == CHECK_NAME:
+            summary = _save("check-run.md", run.output.get("summary", ""))
+            print(f"check run {run.name!r}: {run.conclusion}: {run.output.get('title', '')}")
+            print(f"  its summary (Markdown)  {summary}")
+            for action in run.actions:
+                print(f"  button: [{action['label']}] {action['description']}")
+
+
+def _print_posted(app: DemoApp, number: int, head_sha: str) -> None:
+    """What the App posted, as posted: the comment's and the check run's Markdown."""
+    for comment in app.repo.comments(number):
+        print(_rule(f"PR comment on {REPO}#{number} by {comment.user}"))
+        print(comment.body)
+    for run in app.repo.check_runs(head_sha):
+        if run.name != CHECK_NAME:
+            continue
+        print(_rule(f"check run {run.name!r} on {head_sha[:7]}: {run.conclusion}"))
+        print(f"title: {run.output.get('title', '')}")
+        for action in run.actions:
+            print(f"button: [{action['label']}] {action['description']}")
+        print()
+        print(run.output.get("summary", ""))
+
+
 def main(argv: Sequence[str] = ()) -> int:
-    """Run the demo; print what the App posted.  Exit status 0 when the review was posted.
+    """Run the demo; print what the App posted (on a terminal, the review as a table and the
+    Markdown to files).  Exit status 0 when the review was posted.
 
     ``--serve``: then keep the App up, serving the report, until Ctrl+C."""
     example = build_example()
@@ -262,18 +323,10 @@ def main(argv: Sequence[str] = ()) -> int:
         if done.outcome.status != "done":
             print(f"error: the review failed: {done.outcome.last_error}", file=sys.stderr)
             return 1
-        for comment in app.repo.comments(number):
-            print(_rule(f"PR comment on {REPO}#{number} by {comment.user}"))
-            print(comment.body)
-        for run in app.repo.check_runs(pr.head_sha):
-            if run.name != CHECK_NAME:
-                continue
-            print(_rule(f"check run {run.name!r} on {pr.head_sha[:7]}: {run.conclusion}"))
-            print(f"title: {run.output.get('title', '')}")
-            for action in run.actions:
-                print(f"button: [{action['label']}] {action['description']}")
-            print()
-            print(run.output.get("summary", ""))
+        if sys.stdout.isatty():
+            _show_posted(app, number, pr.head_sha)
+        else:
+            _print_posted(app, number, pr.head_sha)
         print(_rule(f"interactive report of {REPO}#{number}"))
         bodies = [comment.body for comment in app.repo.comments(number)]
         print(report_link(app, "".join(bodies)))

@@ -4,18 +4,27 @@ attempted).  From ``window.thresholdBotCharts`` (Chart.js): each chart has one p
 shown, at the heights of the runs' values; the old / proposed / rule limits are horizontal
 at the pixel heights of their values, the regime medians a step line; hovering a run's point
 shows a tooltip with its name, date, value and commit.  Expected values come from the test's
-history (tests/browser_harness.py).  Screenshots: build/screenshots/report.png and
-report-tooltip.png."""
+history (tests/browser_harness.py).  The caption names each line by how Chart.js draws it
+(colour, dash, points, steps), in a review and in an audit; at a 1280 px window the demo's
+regime table, its changes tied to titled PRs, shows every cell whole, nothing behind a
+scroll.  Screenshots: build/screenshots/report.png, report-tooltip.png and
+report-1280.png."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from bot.core.models import History, Review, Run
+from bot.cli.review import review_files
+from bot.core.analysis.review import build_review
+from bot.core.models import GateChange, History, PullRef, Review, Run
+from bot.core.render.charts import COLOURS
 from bot.core.render.html_report import html_report
+from bot.core.render.view import regime_metrics
+from demo.data import ExamplePaths, write_example
 from tests.browser_harness import (
     ACC,
     ACC_PROPOSED,
@@ -89,7 +98,7 @@ def expected(history: History) -> dict[str, dict[str, Any]]:
         "LATENCY_MAX": {
             "metric": "latency",
             "runs": shown_runs(history, "latency"),
-            "limits": {"old": LATENCY.value, "proposed": LATENCY.value, "rule": latency_rule},
+            "limits": {"current": LATENCY.value, "rule": latency_rule},  # unchanged: one line
         },
         "acc": {"metric": "acc", "runs": newest("acc"), "limits": {}},
         "latency": {"metric": "latency", "runs": newest("latency"), "limits": {}},
@@ -160,7 +169,7 @@ def test_report_charts_in_chromium(
             assert y == pytest.approx(median_at[x], abs=TOLERANCE), key
 
         # the limits: horizontal, across the chart, at their values' pixel heights
-        assert set(limits) == {r for r in by_role if r in ("old", "proposed", "rule")}, key
+        assert set(limits) == {r for r in by_role if r in ("old", "proposed", "current", "rule")}
         for role, at in limit_pixels.items():
             (line,) = by_role[role]
             assert [y for _, y in line["points"]] == pytest.approx([at, at], abs=TOLERANCE)
@@ -213,3 +222,116 @@ def test_hovering_a_point_shows_its_run(
     assert f"{run.summary['acc']!r}" in text  # JavaScript prints the same shortest digits
     assert run.commit is not None and run.commit in text
     assert offline_page.attempted == []
+
+
+# --------------------------------------------------------------------------- the caption
+
+# What each role of a chart shows, in the caption's words (the test's own reading of a chart)
+MEANINGS = {
+    "metric": "each run's value",
+    "regime": "the regime medians",
+    "rule": "what the rule says",
+    "proposed": "the proposed value",
+    "current": "the current value",
+    "old": "the old value",
+    "window": "where the rule's window starts",
+}
+# Each role as Chart.js draws it: colour, dash, point radius, stepped
+_STYLES = """() => Object.values(window.thresholdBotCharts).flatMap((chart) =>
+  chart.data.datasets.map((d) => ({ role: d.role, colour: d.borderColor,
+    dash: d.borderDash || [], radius: d.pointRadius, stepped: Boolean(d.stepped) })))"""
+
+
+def _look(style: dict[str, Any]) -> str:
+    """A drawn style in words: ``blue points``, ``dashed red line``, ``solid orange steps``."""
+    colour = {hex_: name for name, hex_ in COLOURS.items()}.get(style["colour"], "violet")
+    if style["radius"]:
+        return f"{colour} points"
+    dash = style["dash"]
+    pattern = "solid" if not dash else "dotted" if max(dash) <= 3 else "dashed"
+    return f"{pattern} {colour} {'steps' if style['stepped'] else 'line'}"
+
+
+@pytest.mark.parametrize("audit", [False, True], ids=["pr", "audit"])
+def test_the_caption_describes_the_lines_as_drawn(
+    offline_page: OfflinePage, history: History, review: Review, tmp_path: Path, audit: bool
+) -> None:
+    if audit:  # the file as it is: nothing proposed
+        review = build_review([GateChange(head=g, base=g) for g in (ACC, LATENCY)], history)
+    open_report(offline_page, review, tmp_path / "review.html")
+    caption = offline_page.page.inner_text("#chart-key")
+    drawn = offline_page.page.evaluate(_STYLES)
+    roles = {d["role"] for d in drawn}
+    assert roles >= {"metric", "regime", "rule", "window"}
+    assert ({"old", "proposed"} <= roles) is not audit and ("current" in roles)
+    for style in drawn:  # every line is named by how it looks, with what it shows
+        entry = re.search(rf"{_look(style)}: ([^;.]*)", caption, re.IGNORECASE)
+        assert entry is not None and MEANINGS[style["role"]] in entry[1], (style, caption)
+    assert ("propos" in caption) is not audit
+    assert offline_page.errors == []
+
+
+# --------------------------------------------------------------------------- the regime table
+
+# The regime table (the one whose first header is "Period"): every cell's content within its
+# cell, the cells' extent with the table scrolled to either end, and the widths around it
+_MEASURE = """() => {
+  const table = [...document.querySelectorAll("#review table")].find(
+    (t) => t.querySelector("th").textContent.trim() === "Period");
+  const cells = [...table.querySelectorAll("th, td")];
+  const clipped = cells.filter((cell) => {
+    const range = document.createRange(); range.selectNodeContents(cell);
+    const text = range.getBoundingClientRect(), box = cell.getBoundingClientRect();
+    return text.left < box.left - 0.5 || text.right > box.right + 0.5;
+  }).map((cell) => cell.textContent);
+  const box = table.getBoundingClientRect();
+  table.scrollLeft = 0;
+  const left = Math.min(...cells.map((c) => c.getBoundingClientRect().left));
+  table.scrollLeft = table.scrollWidth;
+  const right = Math.max(...cells.map((c) => c.getBoundingClientRect().right));
+  table.scrollLeft = 0;
+  return { clipped, left, right, tableLeft: box.left, tableRight: box.right,
+    headers: [...table.querySelectorAll("th")].map((th) => th.textContent.trim()),
+    rows: table.querySelectorAll("tbody tr").length,
+    scroll: table.scrollWidth, client: table.clientWidth,
+    page: document.documentElement.scrollWidth, viewport: window.innerWidth };
+}"""
+
+
+def _attributed(paths: ExamplePaths) -> Review:
+    """The demo's review with each regime change tied to the PR that started it and the two
+    merged before it (as attribution lists them: most likely first), titles shown."""
+    review = review_files(paths.history, paths.head, paths.base)
+    pulls = list(paths.repo.pulls)
+    index = {p.number: i for i, p in enumerate(pulls)}
+    changes, refs = [], {}
+    for change, number in zip(review.changes, paths.repo.effect_pulls, strict=True):
+        chosen = pulls[max(0, index[number] - 2) : index[number] + 1][::-1]
+        changes.append(change.model_copy(update={"pulls": tuple(p.number for p in chosen)}))
+        refs |= {p.number: PullRef(number=p.number, title=p.title) for p in chosen}
+    return review.model_copy(update={"changes": tuple(changes), "pulls": refs})
+
+
+def test_the_regime_table_fits_at_1280_px(offline_page: OfflinePage, tmp_path: Path) -> None:
+    paths = write_example(tmp_path / "example")
+    review = _attributed(paths)
+    offline_page.page.set_viewport_size({"width": 1280, "height": 900})
+    path = tmp_path / "review.html"
+    repo = "https://github.com/rl-team/trainer"
+    path.write_text(html_report(review, title="demo", repo_url=repo), encoding="utf-8")
+    offline_page.allowed.add(path.as_uri())
+    offline_page.page.goto(path.as_uri())
+    shown = offline_page.page.evaluate(_MEASURE)
+    screenshot(offline_page.page, "report-1280")
+    metrics = regime_metrics(review)
+    assert shown["headers"] == ["Period", "Runs", *metrics, "Started by"]  # the names whole
+    assert shown["rows"] == len(review.regimes) and len(metrics) >= 7  # a wide table
+    assert shown["clipped"] == []  # no cell's content runs past its cell
+    # fully reachable: scrolled to either end, the cells lie within the table's box ...
+    assert shown["left"] >= shown["tableLeft"] - 0.5
+    assert shown["right"] <= shown["tableRight"] + 0.5
+    # ... which lies within the page, and the page within the window
+    assert shown["tableRight"] <= shown["viewport"] and shown["page"] <= shown["viewport"]
+    # and at this width nothing waits behind a scroll: the names wrap at / and _
+    assert shown["scroll"] <= shown["client"]
+    assert offline_page.errors == []

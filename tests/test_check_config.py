@@ -31,6 +31,7 @@ THRESHOLDS = {
     "ci/models/b.yaml": "models:\n  tiny:\n    acc_min: 0.4\n",
     "ci/latency.yaml": "# budget\np95_ms: 120\n",
     "README.md": "not scanned\n",
+    "history/runs.jsonl": "",  # the file source's history
 }
 
 
@@ -100,6 +101,28 @@ def test_a_glob_or_a_gate_that_matches_nothing_exits_1(tmp_path: Path) -> None:
     )
     # the gates of the other files are still listed
     assert "ci/models/a.yaml:3: models.small.acc_min" in result.stdout
+
+
+def test_a_file_source_whose_history_the_checkout_lacks_exits_1(tmp_path: Path) -> None:
+    files = {p: t for p, t in THRESHOLDS.items() if p != "history/runs.jsonl"}
+    root = checkout(tmp_path / "repo", files=files)
+    result = run("--repo-root", root)
+    assert result.exit_code == 1
+    out = result.stdout.splitlines()
+    sources = out[out.index("Sources:") + 1 : out.index("Sources:") + 3]
+    assert sources == [
+        "  nightly: file:history/runs.jsonl: not in the checkout",
+        "  evals: wandb:acme/evals",
+    ]
+    problems = result.stdout.split("1 problem:\n", 1)[1].splitlines()
+    assert problems == [
+        "  sources.nightly.path: 'history/runs.jsonl' is not a file in the checkout; commit the"
+        " history there (threshold-bot export writes one) or fix the path"
+    ]
+    assert result.stderr.endswith("threshold-bot.yml: 1 problem, listed above\n")
+    (root / "history").mkdir()
+    (root / "history" / "runs.jsonl").mkdir()  # a directory is no history file
+    assert run("--repo-root", root).exit_code == 1
 
 
 def test_a_file_that_cannot_be_read_exits_1(tmp_path: Path) -> None:

@@ -118,7 +118,7 @@ def test_the_json_document_has_its_documented_shape(world: dict[str, Any]) -> No
     for g in data["gates"]:
         assert set(g) == {
             "name", "file", "line", "metric", "sides", "runs", "skipped", "harmful_changes",
-            "detect_within", "harm", "models", "recommended", "note", "hint",
+            "detect_within", "harm", "models", "recommended", "tie", "note", "hint",
         }  # fmt: skip
         for row in g["models"]:
             assert set(row) == {
@@ -332,3 +332,65 @@ def test_no_recommendation_when_no_model_catches_the_harmful_change(tmp_path: Pa
     table = run(*args).stdout
     assert "No recommendation: no model catches every harmful change within 3 runs." in table
     assert "│ never " in table and "│ 0 of 1" in table
+
+
+# --------------------------------------------------------------------------- ties
+
+
+def steady(tmp_path: Path, seed: int = 7, runs: int = 60) -> tuple[Path, Path]:
+    """A history of one steady, noisy metric, and a script gating it far below."""
+    rng = np.random.default_rng(seed)
+    acc = [round(float(v), 4) for v in 0.80 + rng.normal(0, 0.004, runs)]
+    history = write_runs(tmp_path / "runs.jsonl", {ACC: acc})
+    script = tmp_path / "check.sh"
+    script.write_text('ACC_MIN=0.70\ncheck "eval/acc >= $ACC_MIN"\n', encoding="utf-8")
+    return history, script
+
+
+def test_when_every_model_ties_the_recommendation_says_so(tmp_path: Path) -> None:
+    history, script = steady(tmp_path)
+    args = ("--history", history, "--file", script)
+    (acc_gate,) = as_json(run(*args, "--format", "json"))["gates"]
+    models = acc_gate["models"]
+    judged = 60 - RuleSettings().backtest.min_runs  # each run after the first min_runs
+    assert {(m["false_alarms"], m["judged"]) for m in models} == {(0, judged)}  # the premise
+    assert acc_gate["recommended"] == models[0]["model"] == "minmax" and models[0]["current"]
+    assert acc_gate["tie"] == {
+        "models": [m["model"] for m in models],
+        "broken_by": "current_model",
+    }
+    expected = (
+        f"Recommended: `minmax` — a tie: every model has the fewest false alarms (0 of"
+        f" {judged}); no harmful change in the history: judged on false alarms alone; the tie"
+        " goes to the current model."
+    )
+    assert expected in " ".join(run(*args).stdout.split())
+    markdown = run(*args, "--format", "markdown").stdout
+    assert expected.replace("`minmax`", "<code>minmax</code>") in markdown
+
+
+def test_a_tie_the_current_model_is_not_in_goes_to_the_first_listed(tmp_path: Path) -> None:
+    history, script = steady(tmp_path)
+    config = tmp_path / "threshold-bot.yml"
+    config.write_text("rule:\n  model: percentile p=45\n  allowance: 0\n", encoding="utf-8")
+    args = ("--history", history, "--file", script, "--config", config)
+    args += ("--models", "zscore k=4,iqr k=3")
+    (acc_gate,) = as_json(run(*args, "--format", "json"))["gates"]
+    current, *others = acc_gate["models"]
+    fewest = min(m["false_alarms"] for m in acc_gate["models"])
+    assert current["false_alarms"] > fewest  # the premise: the current model is noisier
+    quiet = [m["model"] for m in others if m["false_alarms"] == fewest]
+    assert quiet == ["zscore k=4", "iqr k=3"]
+    assert acc_gate["recommended"] == "zscore k=4"
+    assert acc_gate["tie"] == {"models": quiet, "broken_by": "models_order"}
+    table = " ".join(run(*args).stdout.split())
+    assert f"fewest false alarms ({fewest} of {current['judged']}), tied with `iqr k=3`" in table
+    assert table.endswith("the tie goes to the first of them in the --models list.")
+
+
+def test_without_a_tie_there_is_no_tie_to_break(world: dict[str, Any]) -> None:
+    data = as_json(run("--history", world["history"], "--file", world["file"], "--format", "json"))
+    for g in data["gates"]:
+        rows = [m for m in g["models"] if m["catches_all"]]
+        fewest = [m for m in rows if m["false_alarms"] == min(r["false_alarms"] for r in rows)]
+        assert (g["tie"] is None) == (len(fewest) < 2), g["name"]

@@ -5,6 +5,7 @@ prints (failures, streak, dates, the rule's new value) computed here from the da
 from __future__ import annotations
 
 import json
+import re
 import shlex
 from datetime import UTC, datetime, timedelta
 from decimal import ROUND_FLOOR, Decimal
@@ -17,6 +18,7 @@ from typer.testing import CliRunner, Result
 
 from bot.cli.main import app
 from bot.core.formatting import day_month_year
+from tests.terminal import CLI, at_a_terminal
 
 METRIC = "eval/acc"
 T0 = datetime(2026, 6, 1, 2, tzinfo=UTC)
@@ -104,12 +106,8 @@ def test_markdown_names_the_drift_and_exits_1(
     assert f"The rule's new value: **{new}**" in body
     assert "Passing (1): <code>LOW\\_MIN</code>." in body
     assert "/rebaseline`" not in body and "<sub>" not in body  # the App's words
-    (command,) = [
-        line.split("<code>")[1].split("</code>")[0]
-        for line in body.splitlines()
-        if line.startswith("- Run <code>threshold-bot rebaseline")
-    ]
-    args = shlex.split(command.replace("\\_", "_"))
+    (command,) = re.findall(r"^  ```sh\n  (.*)\n  ```$", body, re.MULTILINE)  # to copy
+    args = shlex.split(command)
     assert args[:2] == ["threshold-bot", "rebaseline"] and "--window" in args
     rebaselined = CliRunner().invoke(app, [*args[1:], "--dry-run"])
     assert rebaselined.exit_code == 0, rebaselined.output
@@ -204,7 +202,7 @@ def test_a_csv_history_reads_the_same(
         (["--history", "{history}"], "Missing option '--file'"),
         (["--history", "{dir}/none.jsonl", "--file", "{script}"], "none.jsonl"),
         (["--history", "{history}", "--file", "{dir}/none.sh"], "no such file"),
-        (["--history", "{history}", "--file", "{script}", "--format", "table"], "--format"),
+        (["--history", "{history}", "--file", "{script}", "--format", "yaml"], "--format"),
         (["--history", "{history}", "--file", "{script}", "--config", "{dir}/bad.yml"], "rule"),
     ],
 )
@@ -218,3 +216,81 @@ def test_usage_errors_exit_2(
     assert result.exit_code == 2
     assert result.stderr.startswith("threshold-bot: error: ") and message in result.stderr
     assert result.stdout == ""
+
+
+# --------------------------------------------------------------------------- no data
+
+
+def test_an_empty_history_has_no_data_to_judge_and_fail_on_neutral_fails_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)  # short names: the Markdown escapes a path's underscores
+    Path("runs.jsonl").write_text("")
+    write_script(Path("nightly.sh"), {"ACC_MIN": "0.75", "LOW_MIN": "0.60"})
+    result = run("--history", "runs.jsonl", "--file", "nightly.sh")
+    assert result.exit_code == 0, result.output  # nothing drifts
+    headline = result.stdout.splitlines()[1]
+    assert headline == "⚪ **No data to judge <code>nightly.sh</code>**: the history is empty."
+    assert "✅" not in result.stdout
+    neutral = run("--history", "runs.jsonl", "--file", "nightly.sh", "--fail-on", "neutral")
+    assert neutral.exit_code == 1
+    as_json = run("--history", "runs.jsonl", "--file", "nightly.sh", "--format", "json")
+    data = json.loads(as_json.stdout)
+    assert (data["conclusion"], data["drifting"], data["no_data"]) == ("neutral", 0, 2)
+    gates = data["files"][0]["gates"]
+    assert [(g["status"], g["no_data_reason"], g["reason"]) for g in gates] == [
+        ("no_data", "empty_history", "the history is empty")
+    ] * 2
+
+
+def test_a_gate_without_its_metric_leaves_no_gate_green(
+    stepped: tuple[Path, Path, list[float]], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    history, _, values = stepped
+    monkeypatch.chdir(tmp_path)
+    Path("other.sh").write_text(
+        "#!/bin/bash\nLOW_MIN=0.60\nGONE_MIN=0.1\n"
+        f'check "{METRIC} >= $LOW_MIN" "eval/gone >= $GONE_MIN"\n'
+    )
+    assert min(values) >= 0.60  # LOW_MIN passes every run
+    result = run("--history", history, "--file", "other.sh")
+    assert result.exit_code == 0, result.output
+    assert result.stdout.splitlines()[1] == (
+        "⚪ **No gate of <code>other.sh</code> drifts**; 1 of 2 gates has no data to judge."
+    )
+    assert "No data (1): no finished run has the metric of <code>GONE\\_MIN</code>" in result.stdout
+    assert run("--history", history, "--file", "other.sh", "--fail-on", "neutral").exit_code == 1
+    as_json = run("--history", history, "--file", "other.sh", "--format", "json")
+    assert json.loads(as_json.stdout)["conclusion"] == "neutral"
+
+
+# --------------------------------------------------------------------------- formats
+
+
+def test_on_a_terminal_drift_prints_the_table_and_markdown_to_a_file(
+    stepped: tuple[Path, Path, list[float]], tmp_path: Path
+) -> None:
+    history, script, values = stepped
+    assert history.parent == script.parent == tmp_path
+    args = [*CLI, "drift", "--history", history.name, "--file", script.name]
+    status, shown = at_a_terminal(args, cwd=tmp_path, columns=80)
+    assert status == 1, shown  # ACC_MIN drifts
+    lines = shown.splitlines()
+    assert (
+        lines[0].rstrip()
+        == "❌ 1 of 2 gates in nightly.sh keeps failing the newest runs on the default"
+    )
+    assert "<code>" not in shown and "threshold-bot:drift" not in shown and "**" not in shown
+    assert max(len(line.rstrip()) for line in lines) <= 80
+    words = " ".join(shown.split())
+    assert f"The rule's new value: {lower_rule(values[-AFTER:], '0.75')}," in words
+    assert "Regimes" in lines and "What to do" in lines
+    assert "Passing (1): LOW_MIN." in words
+    status, shown = at_a_terminal([*args, "--output", "drift.md"], cwd=tmp_path)
+    assert status == 1 and shown == ""
+    body = (tmp_path / "drift.md").read_text()
+    assert body.startswith("<!-- threshold-bot:drift file=") and "<code>ACC\\_MIN</code>" in body
+    status, shown = at_a_terminal([*args, "--format", "markdown"], cwd=tmp_path)
+    assert shown.startswith("<!-- threshold-bot:drift file=")
+    piped = run("--history", history, "--file", script, "--format", "table")
+    assert piped.stdout.startswith("❌ 1 of 2 gates in") and "<code>" not in piped.stdout

@@ -1,7 +1,9 @@
-"""The small things a new user trips on (issue 15, item 5), each through the real CLI:
-allowances written as percentages, a misspelled CSV column, plain-worded validation errors,
-``did you mean``, ``--version`` / ``-h`` / a bare command, completion, help texts and
-``serve``'s settings (all missing ones at once, ``HOST`` / ``PORT`` from ``.env``)."""
+"""The small things a new user trips on (issues 15 and 26), each through the real CLI:
+allowances written as percentages, a misspelled CSV column, plain-worded validation errors
+(each config error on its own line, each value error repeating the value), ``did you mean``,
+usage errors pointing to the command's help, ``--version`` / ``-h`` / a bare command,
+completion, help texts and ``serve``'s settings (all missing ones at once, ``HOST`` /
+``PORT`` from ``.env``)."""
 
 from __future__ import annotations
 
@@ -197,6 +199,84 @@ def test_window_option_error_in_plain_words(repo: Path) -> None:
     result = review(repo, "--window", "last-5")
     assert result.exit_code == 2
     assert error_line(result).startswith("threshold-bot: error: --window: invalid window")
+
+
+def test_each_config_error_carries_its_own_line(repo: Path) -> None:
+    text = "rule:\n  allowance: 5\n\n  windw: 20\nfiles: []\n"
+    lines = text.splitlines()
+    (repo / "cfg.yml").write_text(text)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.chdir(repo)
+        result = review(repo, config=Path("cfg.yml"))
+    assert result.exit_code == 2
+    allowance, windw = lines.index("  allowance: 5") + 1, lines.index("  windw: 20") + 1
+    assert error_line(result) == (
+        f"threshold-bot: error: cfg.yml:{allowance}: rule.allowance: must be at most 1, not 5;"
+        f" cfg.yml:{windw}: rule.windw: unknown setting (did you mean `window`?)"
+    )
+
+
+@pytest.mark.parametrize(
+    ("option", "given", "problem"),
+    [
+        ("--window", "since:2026-13-01", "month must be in 1..12"),
+        ("--window", "since:2026-02-30", "day is out of range for month"),
+        ("--window", "0", "must hold at least 1 run"),
+        ("--allowance", "0.5", "50% is over max_allowance (25%)"),
+        ("--allowance", "lots", "write a percentage like `5%` or `0.05`"),
+    ],
+)
+def test_a_value_error_repeats_the_value_given(
+    repo: Path, option: str, given: str, problem: str
+) -> None:
+    result = review(repo, f"{option}={given}")
+    assert result.exit_code == 2
+    line = error_line(result)
+    assert line.startswith(f"threshold-bot: error: {option}") and line.endswith(problem)
+    assert given in line
+
+
+@pytest.mark.parametrize(
+    ("args", "command"),
+    [
+        (["review", "--format", "yaml"], "threshold-bot review"),
+        (["drift", "--history", "h.jsonl"], "threshold-bot drift"),
+        (["db", "upgrade", "--bogus"], "threshold-bot db upgrade"),
+        (["revew"], "threshold-bot"),
+        (["--bogus"], "threshold-bot"),
+    ],
+)
+def test_a_usage_error_points_to_the_commands_help(args: list[str], command: str) -> None:
+    result = run(*args)
+    assert result.exit_code == 2
+    line = error_line(result)
+    assert line.endswith(f"(see '{command} --help')")
+    assert "Value error" not in line  # pydantic's prefix, as typer passes it on
+    assert run(*command.split()[1:], "--help").exit_code == 0  # the help it names exists
+
+
+def test_a_bad_audit_repository_is_repeated(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path / 'none.db'}"
+    line = error_line(run("audit", "--repo", "no-slash", "--database-url", url))
+    assert line == (
+        "threshold-bot: error: Invalid value for --repo: 'no-slash': expected owner/name"
+        " (see 'threshold-bot audit --help')"
+    )
+
+
+def test_a_bad_format_names_the_value_and_the_choices() -> None:
+    line = error_line(run("review", "--format", "yaml"))
+    assert "'yaml' is not one of 'markdown', 'json', 'table', 'html'" in line
+
+
+def test_a_wandb_project_without_entity_names_wandb_entity(repo: Path) -> None:
+    env = {"WANDB_ENTITY": "", "WANDB_API_KEY": "x" * 40}
+    result = run("review", "--file", repo / "ci" / "thresholds.yaml", "--wandb", "proj", env=env)
+    assert result.exit_code == 2
+    assert error_line(result) == (
+        "threshold-bot: error: invalid W&B project 'proj': give ENTITY/PROJECT, or PROJECT with"
+        " WANDB_ENTITY set"
+    )
 
 
 # --------------------------------------------------------------------------- global options

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import math
+import shlex
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -100,8 +101,9 @@ def test_fixes_are_worded_for_the_command_line(example: ExamplePaths, audit: boo
         value = _rule_value(example, g.name, literal)
         assert code(f"{g.name} = {value}") in steps
         assert code(f"{head}:{line}") in steps
-    command = f"{REBASELINE} {head} --history {example.history.as_posix()}"
-    assert code(" ".join([command, *(g.name for g in flagged)])) in steps
+    argv = [*REBASELINE.split(), head, "--history", example.history.as_posix()]
+    argv += [g.name for g in flagged]
+    assert f"\n  ```sh\n  {shlex.join(argv)}\n  ```\n" in steps  # a block to copy
     app_steps = what_to_do(render_comment(review, app_mode=True))
     assert "/rebaseline" in app_steps and "Approve thresholds" in app_steps
     assert REBASELINE not in app_steps

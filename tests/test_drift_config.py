@@ -86,8 +86,11 @@ def test_valid_values(text: str, field: str, value: Any) -> None:
             "drift.window: invalid window 'weekly': expected a run count, 'regime' or"
             " 'since:YYYY-MM-DD' — using regime",
         ),
-        ("window: 0", "drift.window: window must hold at least 1 run — using regime"),
-        ("window: 'since:2026-13-01'", "drift.window: 'since:2026-13-01': month must be in"),
+        ("window: 0", "drift.window: invalid window '0': must hold at least 1 run — using regime"),
+        (
+            "window: 'since:2026-13-01'",
+            "drift.window: invalid window 'since:2026-13-01': month must be in",
+        ),
         ("labels: [ci, '']", "drift.labels.1: '' is not a label — using no labels"),
         ("labels: ['" + "x" * 51 + "']", "drift.labels.0: too long (at most 50) — using no"),
         ("labels: {a: 1}", "drift.labels: expected a list, not a mapping — using no labels"),

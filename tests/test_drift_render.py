@@ -180,9 +180,10 @@ def test_the_command_line_wording() -> None:
     report = drifting_report()
     body = item_body(report, mode="issue", repo_url=None, cli_options="--history runs.jsonl")
     assert (
-        "Run <code>threshold-bot rebaseline --file ci/nightly.sh --history runs.jsonl ACC\\_MIN"
-        "</code> to write the rule's values in place" in body
+        "- Run this command to write the rule's value of <code>ACC\\_MIN</code> in place, and"
+        " no other gate's" in body
     )
+    assert "\n  ```sh\n  threshold-bot rebaseline --file ci/nightly.sh --history runs.jsonl" in body
     assert "/rebaseline" not in body.replace("threshold-bot rebaseline", "")
     assert "<sub>" not in body  # the App's footer
 
@@ -274,7 +275,8 @@ def test_drift_json_fields() -> None:
     report = drifting_report(settings=DriftSettings(min_failures=4, labels=("ci",)))
     other = drifting_report(file="ci/other.sh", pulls=())
     data = json.loads(drift_json([report, other]))
-    assert data["drifting"] == 2
+    assert data["drifting"] == 2 and data["no_data"] == 0
+    assert data["conclusion"] == "action_required"
     first = data["files"][0]
     assert first["file"] == FILE
     assert first["settings"] == {
@@ -300,6 +302,7 @@ def test_drift_json_fields() -> None:
         "value": "0.75",
         "status": "drifting",
         "reason": d.reason,
+        "no_data_reason": None,
         "failed": 8,
         "total": LOOKBACK,
         "failure_rate": round(8 / LOOKBACK, 4),

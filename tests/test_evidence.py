@@ -126,7 +126,78 @@ def test_an_empty_history_is_never_green(tmp_path: Path) -> None:
     data = as_json(review(tmp_path, "", script("0.50"), script("0.56"), "--format", "json"))
     assert data["conclusion"] == "action_required"
     assert [g["verdict"] for g in data["gates"]] == ["no_data", "no_data"]
-    assert all("0 runs read" in g["explanation"] for g in data["gates"])
+    assert all("the history is empty (no run read)" in g["explanation"] for g in data["gates"])
+    assert [g["no_data_reason"] for g in data["gates"]] == ["empty_history", "empty_history"]
+
+
+def what_to_do(markdown: str) -> str:
+    return markdown.split("#### What to do", 1)[1]
+
+
+NOT_NUMBERS = records(lambda e, t: {EVAL: "n/a", TRAIN: t})
+CRASHED = [{**r, "state": "crashed"} for r in records(lambda e, t: {EVAL: e, TRAIN: t})]
+
+
+@pytest.mark.parametrize(
+    ("history", "reason", "explanation", "action"),
+    [
+        (
+            "",
+            "empty_history",
+            "cannot verify: the history is empty (no run read)",
+            "against: the history is empty. Fix the history source",
+        ),
+        (
+            jsonl(CRASHED),
+            "no_finished_runs",
+            f"cannot verify: the history has no finished run ({len(CRASHED)} runs read)",
+            "against: the history has no finished run, and only finished runs are judged",
+        ),
+    ],
+)
+def test_a_history_without_finished_runs_says_so_not_check_the_metric(
+    tmp_path: Path, history: str, reason: str, explanation: str, action: str
+) -> None:
+    data = as_json(review(tmp_path, history, script("0.50"), script("0.56"), "--format", "json"))
+    assert [g["no_data_reason"] for g in data["gates"]] == [reason, reason]
+    assert [g["explanation"] for g in data["gates"]] == [explanation, explanation]
+    comment = review(tmp_path, history, script("0.50"), script("0.56"), "--format", "markdown")
+    todo = what_to_do(comment.stdout)
+    assert action in todo and "Check the metric" not in todo
+    table = review(tmp_path, history, script("0.50"), script("0.56"), "--format", "table")
+    words = " ".join(table.stdout.split())  # the table wraps at 80 columns
+    assert explanation in words and action in words and "Check the metric" not in words
+
+
+def test_values_that_are_not_numbers_are_named(tmp_path: Path) -> None:
+    data = as_json(review(tmp_path, jsonl(NOT_NUMBERS), script(), None, "--format", "json"))
+    csv = tmp_path / "runs.csv"
+    csv.write_text(
+        f"id,created_at,{EVAL},{TRAIN}\n"
+        + "".join(f"{r['id']},{r['created_at']},n/a,{r['summary'][TRAIN]}\n" for r in NOT_NUMBERS)
+    )
+    from_csv = CliRunner().invoke(
+        app,
+        ["review", "--history", str(csv), "--file", str(tmp_path / "head.sh"), "--format", "json"],
+    )
+    data = as_json(review(tmp_path, jsonl(NOT_NUMBERS), script(), None, "--format", "json"))
+    assert from_csv.exit_code == 0, from_csv.output
+    for reviewed in (data, as_json(from_csv)):
+        eval_gate, train_gate = reviewed["gates"]
+        assert (eval_gate["verdict"], eval_gate["no_data_reason"]) == ("no_data", "not_numbers")
+        assert eval_gate["explanation"] == (
+            f"cannot verify: the values of `{EVAL}` are not numbers ({len(NOT_NUMBERS)} values:"
+            f" text, null or NaN; {len(NOT_NUMBERS)} runs read)"
+        )
+        assert train_gate["no_data_reason"] is None and train_gate["verdict"] == "unchanged"
+    comment = review(tmp_path, jsonl(NOT_NUMBERS), script(), None, "--format", "markdown").stdout
+    assert "(<code>EVAL\\_ACC\\_MIN\\_VALUE</code>: values not numbers)" in comment.splitlines()[1]
+    assert "Record numbers for the metric of each gate whose values are not numbers:" in (
+        what_to_do(comment)
+    )
+    assert "Check the metric" not in what_to_do(comment)
+    table = review(tmp_path, jsonl(NOT_NUMBERS), script(), None, "--format", "table").stdout
+    assert f"the values of `{EVAL}` are not numbers" in " ".join(table.split())
 
 
 # --------------------------------------------------------------------------- values

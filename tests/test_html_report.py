@@ -290,7 +290,12 @@ def test_review_writes_the_report_with_the_exit_status_of_markdown(
         assert len(metric["points"]) == shown
         assert metric["points"][-1]["x"] == _when(g["window"]["last"])
         assert roles["window"][0]["points"][0]["x"] == _when(g["window"]["first"])
-        assert roles["proposed"][0]["points"][0]["y"] == g["proposed"]
+        # the proposed value, or one line of the current value where the PR leaves it
+        value = "proposed" if g["old"] != g["proposed"] else "current"
+        assert value in roles and ({"old", "proposed"} & set(roles)) == (
+            {"old", "proposed"} if value == "proposed" else set()
+        )
+        assert roles[value][0]["points"][0]["y"] == g["proposed"]
         assert roles["rule"][0]["points"][0]["y"] == g["recomputed"]
 
 

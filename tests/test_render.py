@@ -204,10 +204,15 @@ def test_action_wording_depends_on_mode() -> None:
         "edit <code>EVAL\\_ACC\\_MIN\\_VALUE = 0.50</code> at <code>tests/ci/gsm8k.sh:38</code>"
         in cli
     )
+    # the command in a block to copy, naming the flagged gate; the words say what it changes
     assert (
-        "run <code>threshold-bot rebaseline --file tests/ci/gsm8k.sh --history FILE"
-        " EVAL\\_ACC\\_MIN\\_VALUE</code>"
+        "\n  ```sh\n  threshold-bot rebaseline --file tests/ci/gsm8k.sh --history FILE"
+        " EVAL_ACC_MIN_VALUE\n  ```\n"
     ) in cli
+    assert (
+        "the rule's value of <code>EVAL\\_ACC\\_MIN\\_VALUE</code> in place, and no other gate's"
+    ) in cli
+    assert "without gate names it would also rewrite <code>TRAIN\\_MIN</code>, which" in cli
     assert "Action required" in cli.splitlines()[1]
     # the two differ only in the "what to do" part
     assert app.split("#### What to do")[0] == cli.split("#### What to do")[0]

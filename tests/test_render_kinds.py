@@ -184,7 +184,7 @@ def test_rule_values_and_command_for_a_tolerance_too_tight() -> None:
     assert "(<code>gsm8k\\_acc</code> = 0.93 ±12%)" in text
     cli = render_comment(review(conclusion="action_required", gates=(tight,)))
     assert "<code>gsm8k\\_acc = 0.93 ±12%</code> at <code>tests/test\\_accuracy.py:12</code>" in cli
-    assert "gsm8k\\_acc --tolerance</code>" in cli and "/rebaseline" not in cli
+    assert " gsm8k_acc --tolerance\n  ```" in cli and "/rebaseline" not in cli
     # a wide enough tolerance: only the reference moves, no --tolerance
     fits = reference(verdict="looser_than_rule", recomputed_tolerance=Tolerance(rel=0.05))
     app = render_comment(review(conclusion="action_required", gates=(fits,)), app_mode=True)

@@ -98,7 +98,8 @@ def test_the_table_holds_the_whole_review_at_the_width(example: ExamplePaths, co
         value = f"{g['recomputed']:.{g['decimals']}f}"
         assert f"{g['name']} = {value} at {g['file']}:{g['line']}" in flat
     head = example.head.relative_to(example.root)
-    assert f"threshold-bot rebaseline --file {head} --history history.jsonl" in flat
+    pasted = _flat(shown.stdout.replace("\\\n", ""))  # as a shell reads continued lines
+    assert f"threshold-bot rebaseline --file {head} --history history.jsonl" in pasted
     assert "/rebaseline" not in shown.stdout and "Approve thresholds" not in shown.stdout
 
 

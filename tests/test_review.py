@@ -343,8 +343,9 @@ def test_new_gate_in_an_empty_history() -> None:
     g = review.gates[0]
     assert g.verdict == "no_data" and g.changed
     assert review.regimes == () and review.changes == ()
-    assert "the history has no finished runs" in review.warnings
-    assert g.explanation == "cannot verify: no run has `acc` (0 runs read)"
+    assert "the history is empty: it has no runs" in review.warnings
+    assert g.explanation == "cannot verify: the history is empty (no run read)"
+    assert g.no_data_reason == "empty_history"
     assert review.conclusion == "action_required"  # a changed gate nothing can verify
 
 

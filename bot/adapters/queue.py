@@ -18,6 +18,7 @@ from pathlib import Path
 from huey import Huey, MemoryHuey, RedisHuey, SqliteHuey
 from huey.consumer import Consumer
 
+from bot.adapters.extras import require
 from bot.adapters.settings import Settings
 
 log = logging.getLogger(__name__)
@@ -37,6 +38,7 @@ def make_huey(settings: Settings, memory: bool = False) -> Huey:
     if memory:
         return MemoryHuey("threshold-bot", results=False)
     if settings.redis_url:
+        require("redis")  # huey reads Redis only if the client is there (the redis extra)
         return RedisHuey("threshold-bot", results=False, url=settings.redis_url)
     path = settings.embedded_queue_path()
     Path(path).parent.mkdir(parents=True, exist_ok=True)

@@ -28,16 +28,9 @@ from pathlib import Path
 from typing import Literal
 from urllib.parse import urlsplit
 
-from cryptography.hazmat.primitives.serialization import (
-    Encoding,
-    NoEncryption,
-    PrivateFormat,
-    load_pem_private_key,
-)
 from pydantic import Field, SecretStr, ValidationError
 from pydantic_core import ErrorDetails
 from pydantic_settings import BaseSettings, SettingsConfigDict
-from sqlalchemy.engine import make_url
 
 from bot.core.access import SourcePolicy
 from bot.core.config import plain_message
@@ -175,6 +168,8 @@ class Settings(BaseSettings):
         """The SQLite file of the embedded job queue (used when ``REDIS_URL`` is unset)."""
         if self.queue_path is not None:
             return self.queue_path
+        from sqlalchemy.engine import make_url  # the store's library: the app extra
+
         url = make_url(self.database_url)
         if url.get_backend_name() == "sqlite" and url.database not in (None, "", ":memory:"):
             db = Path(str(url.database))
@@ -207,9 +202,7 @@ def check_settings(settings: Settings, role: Role) -> None:
         problems += _private_key_problems(settings)
     if role == "serve" and not settings.webhook_secrets:
         problems.append("WEBHOOK_SECRET: required (the webhook secret of the GitHub App)")
-    try:
-        make_url(settings.database_url)
-    except Exception:
+    if not _database_url_valid(settings.database_url):
         problems.append("DATABASE_URL: not a valid SQLAlchemy URL")
     if settings.redis_url is not None and not settings.redis_url.startswith(
         ("redis://", "rediss://", "unix://")
@@ -223,6 +216,20 @@ def check_settings(settings: Settings, role: Role) -> None:
         problems.append(f"LOG_LEVEL: expected one of {', '.join(LOG_LEVELS)}")
     if problems:
         raise SettingsError("; ".join(problems))
+
+
+def _database_url_valid(url: str) -> bool:
+    """Whether SQLAlchemy reads ``url``; True without SQLAlchemy (a plain install has no store,
+    and a command that needs one says which extra to install)."""
+    try:
+        from sqlalchemy.engine import make_url
+    except ImportError:
+        return True
+    try:
+        make_url(url)
+    except Exception:
+        return False
+    return True
 
 
 def _http_url(value: str) -> bool:
@@ -243,6 +250,8 @@ def _private_key_problems(settings: Settings) -> list[str]:
         pem = settings.private_key_pem() or ""
     except OSError as exc:
         return [f"PRIVATE_KEY_PATH: cannot read the file ({exc.strerror})"]
+    from cryptography.hazmat.primitives.serialization import load_pem_private_key
+
     try:
         load_pem_private_key(pem.encode(), password=None)
     except (ValueError, TypeError):
@@ -253,6 +262,13 @@ def _private_key_problems(settings: Settings) -> list[str]:
 @functools.lru_cache(maxsize=4)
 def _report_key(pem: str) -> bytes:
     """``Settings.report_key`` of a PEM key, parsed once per key, not once per review."""
+    from cryptography.hazmat.primitives.serialization import (
+        Encoding,
+        NoEncryption,
+        PrivateFormat,
+        load_pem_private_key,
+    )
+
     der = load_pem_private_key(pem.encode(), password=None).private_bytes(
         Encoding.DER, PrivateFormat.PKCS8, NoEncryption()
     )

@@ -29,6 +29,7 @@ from typing import Any
 
 from sqlalchemy.orm import Session, sessionmaker
 
+from bot.adapters.extras import install_hint
 from bot.adapters.github.api import GitHubFactory
 from bot.adapters.github.app import app_login
 from bot.adapters.locks import Locks
@@ -52,7 +53,11 @@ log = logging.getLogger(__name__)
 
 
 def describe(exc: BaseException) -> str:
-    """A one-line description of an error for ``last_error``."""
+    """A one-line description of an error for ``last_error`` (and the failed check run): an
+    optional library missing on the App's host says which extra to install."""
+    hint = install_hint(exc) if isinstance(exc, ImportError) else None
+    if hint is not None:
+        return f"the App's host {hint}"
     text = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
     return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
 

@@ -30,8 +30,8 @@ from typing import Annotated, Any
 
 import typer
 
+from bot.adapters.github import DEFAULT_API_URL
 from bot.adapters.github.api import GitHubAPI
-from bot.adapters.github.app import DEFAULT_API_URL
 from bot.adapters.github.errors import GitHubError
 from bot.adapters.github.workflow import workflow_client
 from bot.adapters.settings import DEFAULT_THRESHOLD_FILE_BYTES
@@ -146,7 +146,7 @@ def _override(
             raise UsageProblem(f"history {history}: no such file in the repository")
         return SourceSpec(kind="file", path=history)
     if wandb:
-        spec = histories.wandb_spec(wandb, None, "wandb")
+        spec = histories.wandb_spec(wandb, None)
         histories.require(spec)  # needed by the input, before anything is read
         return spec
     return None

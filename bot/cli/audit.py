@@ -74,7 +74,7 @@ def audit_command(
     The commands and approvals the App recorded for the repository, from its store.
     """
     if repo.count("/") != 1 or not all(repo.split("/")):
-        raise typer.BadParameter("expected owner/name", param_hint="--repo")
+        raise typer.BadParameter(f"{repo[:100]!r}: expected owner/name", param_hint="--repo")
     _check_store(database_url)
     engine = make_engine(database_url)
     try:

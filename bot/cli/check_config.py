@@ -7,7 +7,7 @@ operator, value, kind, the history source it reads and, when the config names a 
 under ``rule.model`` or ``rule.overrides``, the model that sets a limit gate's limit), the
 ``drift`` settings that fell back to their defaults (warnings), and each problem: a glob
 that matches no file, a declared gate (or pattern) that matches nothing in a file, a file
-that cannot be read.
+that cannot be read, a ``kind: file`` source whose history file the checkout lacks.
 Exit status 0 when all is well, 1 on such a problem, 2 for a config that is not valid
 (``threshold-bot: error: FILE:LINE: key: problem``).  ``--schema`` prints the
 config's JSON Schema instead (``make schema`` commits it as schema/threshold-bot.schema.json).
@@ -88,6 +88,23 @@ def _gate_line(gate: Gate, config: RepoConfig) -> str:
     )
 
 
+def _sources(config: RepoConfig, files: list[str]) -> tuple[list[str], list[str]]:
+    """The report's lines on the config's sources, and a problem for each ``kind: file``
+    source whose history file the checkout does not have."""
+    if not config.sources:
+        return [], []
+    lines, problems = ["Sources:"], []
+    for name, spec in config.sources.items():
+        missing = spec.kind == "file" and spec.path not in files
+        lines.append(f"  {name}: {spec.describe()}{': not in the checkout' * missing}")
+        if missing:
+            problems.append(
+                f"sources.{name}.path: {spec.path!r} is not a file in the checkout; commit the"
+                " history there (threshold-bot export writes one) or fix the path"
+            )
+    return lines, problems
+
+
 def check(config: RepoConfig, root: Path) -> tuple[list[str], list[str]]:
     """The report's lines and the problems found, for ``config`` over the checkout ``root``."""
     files = checkout_files(root)
@@ -122,6 +139,9 @@ def check(config: RepoConfig, root: Path) -> tuple[list[str], list[str]]:
             continue
         lines += [_gate_line(gate, config) for gate in found.gates]
         lines += [f"  {path}: {note}" for note in found.notes]
+    source_lines, missing = _sources(config, files)
+    lines += source_lines
+    problems += missing
     if config.drift.problems:  # warnings: the drift watch runs on with the defaults
         lines.append("Drift settings that fell back (warnings):")
         lines += [f"  {problem}" for problem in config.drift.problems]
@@ -145,9 +165,10 @@ def check_config_command(
     """Check a repository config against a checkout: files, gates, sources.
 
     Prints each glob with the files it matches, each gate found (file:line, metric, op,
-    value, kind, the source it reads, the model when the config names one) and each
-    problem. Exit 0: all is well; 1: a glob or a declared gate matches nothing, or a file
-    cannot be read; 2: the config is not valid.
+    value, kind, the source it reads, the model when the config names one), each source
+    and each problem. Exit 0: all is well; 1: a glob or a declared gate matches nothing, a
+    file cannot be read, or a file source's history is not in the checkout; 2: the config
+    is not valid.
     """
     if schema:
         typer.echo(json.dumps(config_schema(), indent=2))

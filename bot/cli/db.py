@@ -22,6 +22,7 @@ from bot.cli.errors import OneLineErrors, fail
 
 db_app = typer.Typer(
     cls=OneLineErrors,
+    add_completion=False,
     help="Create, upgrade or inspect the store's schema.",
     no_args_is_help=True,
     rich_markup_mode=None,

@@ -3,9 +3,12 @@
 Reads the config (its ``drift:`` settings: ``min_failures``, ``window``), the threshold file
 as the default branch has it and the runs (a history file, a W&B project, or the source the
 file or the config names, as ``review`` reads them); reviews every gate at its literal over the
-drift window and prints what the App's drift issue would say (``--format markdown``, worded
-for the command line) or the JSON report.  Exit status 1 when a gate drifts or the runs
-cannot be read now (an outage), 0 otherwise (flaky gates alone: 0), 2 for bad input.
+drift window and prints what the App's drift issue would say, worded for the command line:
+a terminal table (the default on a terminal), Markdown (the default in a pipe or a file) or
+the JSON report.  The report's conclusion is ``action_required`` when a gate drifts,
+``neutral`` when none does but a gate has no data or is flaky, else ``success``: exit status
+1 when it is ``--fail-on`` (default ``action_required``) or worse, or when the runs cannot be
+read now (an outage), 0 otherwise, 2 for bad input.
 """
 
 from __future__ import annotations
@@ -19,15 +22,18 @@ import typer
 
 from bot.cli.errors import UsageProblem, fail
 from bot.cli.options import ConfigOption, HistoryOption, WandbOption
-from bot.cli.review import read_config, review_history
+from bot.cli.output import write_output, write_table
+from bot.cli.review import SEVERITY, FailOn, read_config, review_history
 from bot.core.analysis.drift import drift_report
 from bot.core.render.drift import drift_json, item_body
+from bot.core.render.drift_terminal import drift_table
 from bot.core.render.review import cli_wording, rebaseline_options
 
 
 class DriftFormat(StrEnum):
     """What ``drift`` prints."""
 
+    table = "table"
     markdown = "markdown"
     json = "json"
 
@@ -38,9 +44,22 @@ def drift_command(
     wandb: WandbOption = None,
     config: ConfigOption = None,
     output_format: Annotated[
-        DriftFormat,
-        typer.Option("--format", help="markdown (the drift issue's body) or json."),
-    ] = DriftFormat.markdown,
+        DriftFormat | None,
+        typer.Option(
+            "--format",
+            help="table (for reading), markdown (the drift issue's body) or json."
+            " Default: table on a terminal, else markdown.",
+            show_default=False,
+        ),
+    ] = None,
+    output: Annotated[Path | None, typer.Option(help="Write the report to this file.")] = None,
+    fail_on: Annotated[
+        FailOn,
+        typer.Option(
+            help="Exit 1 when the report's conclusion is this or worse: action_required (a"
+            " gate drifts) or neutral (also no data to judge, or a flaky gate)."
+        ),
+    ] = FailOn.action_required,
 ) -> None:
     """Report the gates that keep failing their newest runs; exit 1 when one drifts."""
     try:
@@ -48,17 +67,22 @@ def drift_command(
         settings = repo_config.drift
         rule = repo_config.rule.model_copy(update={"window": settings.window})
         review = review_history(history, wandb, file, None, repo_config, rule)
+        if review.error:  # an outage: no gate could be checked, which is no "no drift"
+            fail(f"the run history could not be read: {cli_wording(review.error)}", 1)
         report = drift_report(file.as_posix(), review, settings)
+        fmt = output_format or (
+            DriftFormat.table if output is None and sys.stdout.isatty() else DriftFormat.markdown
+        )
+        options = rebaseline_options(history, wandb, config, str(settings.window), None)
+        if fmt is DriftFormat.table:
+            write_table(drift_table(report, cli_options=options), output)
+        elif fmt is DriftFormat.json:
+            write_output(drift_json([report]), output)
+        else:
+            write_output(
+                item_body(report, mode="issue", repo_url=None, cli_options=options), output
+            )
     except UsageProblem as exc:
         fail(str(exc), details=exc.details)
-    if review.error:  # an outage: no gate could be checked, which is no "no drift"
-        fail(f"the run history could not be read: {cli_wording(review.error)}", 1)
-    if output_format is DriftFormat.json:
-        text = drift_json([report])
-    else:
-        options = rebaseline_options(history, wandb, config, str(settings.window), None)
-        text = item_body(report, mode="issue", repo_url=None, cli_options=options)
-    sys.stdout.write(text)
-    sys.stdout.flush()
-    if report.drifting:
+    if SEVERITY[report.conclusion] >= SEVERITY[fail_on.value]:
         raise typer.Exit(1)

@@ -70,10 +70,22 @@ class OneLineErrors(TyperGroup):
                 raise
             format_message = getattr(exc, "format_message", None)
             message = format_message() if callable(format_message) else str(exc)
-            fail(f"{message} (see '{PROG} --help')", getattr(exc, "exit_code", 2))
+            message = message.replace("Value error, ", "")  # pydantic's prefix, via typer
+            fail(f"{message} (see '{_command(exc)} --help')", getattr(exc, "exit_code", 2))
         if standalone_mode:
             sys.exit(result if isinstance(result, int) else 0)
         return result
+
+
+def _command(exc: Exception) -> str:
+    """The command a usage error is about: ``threshold-bot review``, ``threshold-bot db
+    upgrade``; ``threshold-bot`` for the program's own options and unknown commands."""
+    ctx: Context | None = getattr(exc, "ctx", None)
+    names = []
+    while ctx is not None and ctx.parent is not None:
+        names.append(ctx.info_name or "")
+        ctx = ctx.parent
+    return " ".join([PROG, *reversed(names)])
 
 
 def fail(message: str, status: int = 2, details: str = "") -> NoReturn:

@@ -184,7 +184,6 @@ def _count(history: History) -> str:
 _WORDS = (
     (" on the server", ""),
     (" (details in the App's log)", ""),
-    ("this server has no MLflow client", "the MLflow client is not installed"),
 )
 
 

@@ -17,6 +17,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from bot.adapters.extras import install_hint
 from bot.adapters.history.files import FileSource, read_history
 from bot.cli.errors import UsageProblem
 from bot.core.access import normalise_uri
@@ -33,8 +34,8 @@ if TYPE_CHECKING:
     from bot.adapters.settings import Settings
 
 FORK_PRS = "a fork PR's workflow gets no secrets: docs/cli.md#fork-prs"
-# the client library each remote kind needs: (module, the package's extra)
-CLIENTS = {"wandb": ("wandb", "wandb"), "mlflow": ("mlflow", "mlflow")}
+# each remote kind: its name in messages, the client library it needs
+CLIENTS = {"wandb": ("W&B", "wandb"), "mlflow": ("MLflow", "mlflow")}
 MLFLOW_SECRETS = ("MLFLOW_TRACKING_USERNAME", "MLFLOW_TRACKING_PASSWORD")
 
 
@@ -61,13 +62,10 @@ def missing_requirement(
     but one set empty is a secret that did not arrive."""
     if spec.kind not in CLIENTS:
         return None
-    module, extra = CLIENTS[spec.kind]
-    if importlib.util.find_spec(module) is None:
-        name = "W&B" if spec.kind == "wandb" else "MLflow"
-        return (
-            f"{name}: the {extra!r} extra is not installed (pip install "
-            f"'threshold-bot[{extra}]'; the Action: extras: {extra})"
-        )
+    name, module = CLIENTS[spec.kind]
+    if importlib.util.find_spec(module) is None:  # the Action: its `extras` input
+        hint = install_hint(ModuleNotFoundError(f"No module named {module!r}", name=module))
+        return f"{name}: {hint}"
     if spec.kind == "wandb":
         key = settings.wandb_api_key
         if key is None or not _given(key.get_secret_value()):
@@ -152,18 +150,16 @@ class LocalHistories:
             return mlflow_source(self.settings())
         raise ValueError(f"not a remote source: {spec.describe()}")
 
-    def wandb_spec(
-        self, project: str, base: SourceSpec | None, option: str = "--wandb"
-    ) -> SourceSpec:
+    def wandb_spec(self, project: str, base: SourceSpec | None) -> SourceSpec:
         """``--wandb ENTITY/PROJECT`` (``PROJECT`` with ``WANDB_ENTITY``) as the spec to read:
         ``base``'s run filters and summary keys (the config's default source), this project;
-        ``UsageProblem`` naming ``option`` for a malformed one."""
+        ``UsageProblem`` for a malformed one."""
         from bot.adapters.history.sync import parse_wandb_path
 
         try:
             target = parse_wandb_path(project, self.settings().wandb_entity)
         except ValueError as exc:
-            raise UsageProblem(f"{option}: {exc}") from None
+            raise UsageProblem(str(exc)) from None
         place = {"kind": "wandb", "entity": target.entity, "project": target.project}
         return (base or SourceSpec()).model_copy(update=place)
 

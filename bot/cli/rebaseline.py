@@ -4,7 +4,9 @@ The command line's ``/rebaseline``: the file is reviewed as ``review`` audits it
 gate unchanged) against the runs (a history file, a W&B project, or the one source the file
 or the config names, as ``backtest`` reads them), then planned exactly as the App plans
 it (``bot.features.rebaseline.plan.plan_file``: references, ``--tolerance``, coupled
-literals and golden curves included) and written back with the provenance comment.
+literals and golden curves included) and written back with the provenance comment.  The
+gates named, or without names every gate whose value the rule would change, passing ones
+too: the command a review prints always names the gates it flags.
 
 Output: the unified diff on stdout with ``--dry-run`` (nothing is written); one line per
 edit (``NAME: 0.56 → 0.50``) and the notes (gates without data, tolerances left) on
@@ -109,7 +111,12 @@ def _write(path: Path, text: str) -> None:
 def rebaseline_command(
     file: Annotated[Path, typer.Option(help="The threshold file to rewrite in place.")],
     names: Annotated[
-        list[str] | None, typer.Argument(metavar="NAME", help="Only these gates.")
+        list[str] | None,
+        typer.Argument(
+            metavar="NAME",
+            help="Only these gates. Without names: every gate whose value the rule would"
+            " change, passing ones too (the review prints the command with the gates it flags).",
+        ),
     ] = None,
     history: HistoryOption = None,
     wandb: WandbOption = None,

@@ -17,7 +17,7 @@ from urllib.parse import urlsplit
 import typer
 from pydantic import ValidationError
 
-from bot.adapters.github.app import DEFAULT_API_URL, token_client
+from bot.adapters.github import DEFAULT_API_URL
 from bot.adapters.history.files import read_history
 from bot.cli.errors import UsageProblem, fail
 from bot.cli.histories import LocalHistories, own_sources
@@ -34,14 +34,11 @@ from bot.core.config import ConfigError, RepoConfig, parse_config, plain_message
 from bot.core.history.series import with_series
 from bot.core.history.sources import HistoryError
 from bot.core.models import GateChange, History, Review, RuleSettings, ThresholdFile
-from bot.core.render.html_report import html_report
 from bot.core.render.review import rebaseline_options, render_comment, render_json
-from bot.core.render.terminal import review_table
 from bot.core.thresholds.diff import diff_gates
 from bot.core.thresholds.discover import find_gates
 from bot.core.thresholds.errors import ThresholdFileError
 from bot.features.action import FoundGates, review_gates
-from bot.features.review.attribution import attribute
 
 
 class OutputFormat(StrEnum):
@@ -107,7 +104,10 @@ def rule_settings(config: RepoConfig, window: str | None, allowance: str | None)
     except ValidationError as exc:
         err = exc.errors()[0]
         where = ".".join(str(p) for p in err["loc"]) or "rule"
-        raise UsageProblem(f"--{where}: {plain_message(err)}") from None
+        message, given = plain_message(err), overrides.get(where)
+        if isinstance(given, str) and given not in message:  # say what was given
+            where += f" {given[:40]!r}"
+        raise UsageProblem(f"--{where}: {message}") from None
     # the command line's allowance is every gate's, also those an override gives another
     return rule if allowance is None else rule.with_allowance(rule.allowance)
 
@@ -230,6 +230,9 @@ def _attribute(review: Review, repo: str, token: str | None, api_url: str) -> Re
         raise UsageProblem("--repo needs a GitHub token: set GITHUB_TOKEN or --github-token")
     if repo.count("/") != 1 or not all(repo.split("/")):
         raise UsageProblem(f"--repo {repo!r}: expected OWNER/NAME")
+    from bot.adapters.github.app import token_client  # PyGithub: only with --repo
+    from bot.features.review.attribution import attribute
+
     return attribute(token_client(token, base_url=api_url), repo, review)
 
 
@@ -300,8 +303,12 @@ def review_command(
         )
         options = rebaseline_options(history, wandb, config, window, allowance)
         if fmt is OutputFormat.table:
+            from bot.core.render.terminal import review_table  # Rich: only for the table
+
             write_table(review_table(result, cli_options=options), output)
         elif fmt is OutputFormat.html:
+            from bot.core.render.html_report import html_report  # only for the report
+
             title = f"threshold-bot review of {file.as_posix()}"
             report = html_report(result, title=title, repo_url=repo_url, cli_options=options)
             write_output(report, output)

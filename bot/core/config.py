@@ -219,11 +219,7 @@ class DriftSettings(_Strict):
     def _window(cls, value: object) -> object:
         if not isinstance(value, str | int) or isinstance(value, bool):
             return value
-        try:
-            return WindowSpec.parse(value)
-        except ValueError as exc:  # a bad date says only "month must be in 1..12"
-            text = str(exc)
-            raise ValueError(text if "window" in text else f"{_given(value)}: {text}") from None
+        return WindowSpec.parse(value)
 
     @field_validator("mode", mode="before")
     @classmethod
@@ -352,9 +348,10 @@ class RepoConfig(_Strict):
 def parse_config(text: str, path: str = CONFIG_PATH) -> RepoConfig:
     """Parse the YAML text of a repository config; raise ``ConfigError`` with a clear reason.
 
-    The message names the file, the line of the offending key when it can, and every
-    problem found, in plain words: ``.github/threshold-bot.yml:4: rule.allowance: must be at
-    most 1, not 5``.
+    The message names every problem found, in plain words, each after the file and the line
+    of its key when it can (``; `` between them): ``.github/threshold-bot.yml:4:
+    rule.allowance: must be at most 1, not 5; .github/threshold-bot.yml:6: rule.windw:
+    unknown setting (did you mean `window`?)``.
     """
     try:
         data = yaml.load(text, Loader=BoundedLoader) if text.strip() else {}
@@ -370,10 +367,11 @@ def parse_config(text: str, path: str = CONFIG_PATH) -> RepoConfig:
         return RepoConfig.model_validate(data)
     except ValidationError as exc:
         root = yaml.compose(text, Loader=BoundedLoader)
-        errors = exc.errors()
-        first = _line(root, _location(errors[0])) if errors else None
-        problems = "; ".join(_error_message(err) for err in errors)
-        raise ConfigError(f"{path}{f':{first}' if first else ''}: {problems}") from None
+        problems = []
+        for err in exc.errors():
+            line = _line(root, _location(err))
+            problems.append(f"{path}{f':{line}' if line else ''}: {_error_message(err)}")
+        raise ConfigError("; ".join(problems)) from None
 
 
 def _error_message(err: ErrorDetails) -> str:

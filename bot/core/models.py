@@ -35,6 +35,11 @@ Verdict = Literal[
     "ok", "too_tight", "looser_than_rule", "unchanged", "unchanged_failing", "no_data"
 ]
 Conclusion = Literal["success", "action_required", "neutral"]
+# why a gate has no data: the history has no run, no finished run, only values that are
+# not numbers for its metric, not its metric at all; or it could not be read
+NoDataReason = Literal[
+    "empty_history", "no_finished_runs", "not_numbers", "no_metric", "unavailable"
+]
 Classification = Literal[
     "passing", "failing_every_run", "shifted", "failed_before_change", "flaky", "no_data"
 ]
@@ -100,6 +105,9 @@ class History(Frozen):
     stats: HistoryStats = Field(default_factory=HistoryStats)
     source: str = ""
     warnings: tuple[str, ...] = ()  # what the reader could not make sense of (the review's)
+    # per summary key, the finished runs whose value was set aside: not a finite number
+    # (text, null, NaN...); known for history files
+    not_numbers: dict[str, int] = Field(default_factory=dict)
 
     @property
     def finished(self) -> tuple[Run, ...]:
@@ -375,20 +383,23 @@ class WindowSpec(Frozen):
 
     @classmethod
     def parse(cls, text: str | int) -> WindowSpec:
-        """Parse ``20``, ``regime`` or ``since:YYYY-MM-DD``; raise ValueError otherwise."""
+        """Parse ``20``, ``regime`` or ``since:YYYY-MM-DD``; otherwise raise ValueError
+        naming the text (``invalid window 'since:2026-13-01': month must be in 1..12``)."""
         match = _WINDOW_RE.match(str(text).strip())
+        invalid = f"invalid window {str(text)[:40]!r}"
         if not match:
-            raise ValueError(
-                f"invalid window {text!r}: expected a run count, 'regime' or 'since:YYYY-MM-DD'"
-            )
+            raise ValueError(f"{invalid}: expected a run count, 'regime' or 'since:YYYY-MM-DD'")
         if match["n"] is not None:
             n = int(match["n"])
             if n < 1:
-                raise ValueError("window must hold at least 1 run")
+                raise ValueError(f"{invalid}: must hold at least 1 run")
             return cls(kind="last", runs=n)
         if match["regime"]:
             return cls(kind="regime")
-        return cls(kind="since", since=date.fromisoformat(match["since"]))
+        try:
+            return cls(kind="since", since=date.fromisoformat(match["since"]))
+        except ValueError as exc:  # "month must be in 1..12"
+            raise ValueError(f"{invalid}: {exc}") from None
 
     def __str__(self) -> str:
         if self.kind == "last":
@@ -645,6 +656,7 @@ class GateReview(Frozen):
     old_literal: str = ""  # the literals as written (empty: show the floats)
     proposed_literal: str = ""
     closest_keys: tuple[str, ...] = ()  # without data: the history's keys closest to metric
+    no_data_reason: NoDataReason | None = None  # set when no run of the history has the metric
     # the source the PR names for this gate instead of the base's: not read until approved
     proposed_source: str = ""
     # reference gates (``kind`` "reference"): old / proposed / recomputed are references

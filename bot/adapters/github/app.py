@@ -13,13 +13,13 @@ from urllib.parse import urlsplit
 
 from github import Auth, Github, GithubIntegration, GithubRetry
 
+from bot.adapters.github import DEFAULT_API_URL
 from bot.adapters.github.api import GitHubFactory
 from bot.adapters.github.client import GitHubClient
 from bot.adapters.github.errors import translated
 from bot.adapters.github.identity import AppLogin
 from bot.adapters.settings import DEFAULT_MAX_FILE_BYTES, Settings
 
-DEFAULT_API_URL = "https://api.github.com"
 _LOGINS: dict[int, tuple[Settings, AppLogin]] = {}  # by id(settings), kept alive here
 _LOGINS_LOCK = threading.Lock()
 

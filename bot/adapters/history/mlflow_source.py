@@ -16,7 +16,6 @@ Errors are told in our own words (``mlflow_errors``); MLflow's text is logged.
 
 from __future__ import annotations
 
-import importlib.util
 import logging
 import os
 import threading
@@ -25,6 +24,7 @@ from contextlib import contextmanager
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
+from bot.adapters.extras import require
 from bot.adapters.history.mlflow_errors import failure_reason, shown
 from bot.core.access import SourcePolicy, normalise_uri
 from bot.core.history.names import name_filter
@@ -180,11 +180,7 @@ class MlflowSource:
             raise HistoryNotFound("no MLflow experiment given: name it in the repository config")
         where = f"experiment {spec.experiment!r} at {shown(url)}"
         prepare_environment()
-        if importlib.util.find_spec("mlflow") is None:
-            raise HistoryUnavailable(
-                f"{spec.describe()}: this server has no MLflow client; "
-                "install threshold-bot with the 'mlflow' extra"
-            )
+        require("mlflow")  # the mlflow extra: said before anything else is tried
 
         with self._lock, self._translated(where, own):
             store = self._store(url, own)

@@ -10,19 +10,21 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from datetime import datetime
+from typing import TYPE_CHECKING
 
-from sqlalchemy.orm import Session, sessionmaker
-
-from bot.adapters.history.cache import CachedSource, SyncResult
 from bot.adapters.history.mlflow_source import MlflowSource
 from bot.adapters.history.wandb_source import WandbSource, with_entity
 from bot.adapters.settings import Settings
-from bot.adapters.store.db import init_db, make_engine
 from bot.core.history.runs import Progress as ProgressCallback
 from bot.core.history.runs import SourceRun
 from bot.core.history.series import RunSeries, SeriesFetcher
 from bot.core.history.sources import HistoryError
 from bot.core.models import SourceSpec
+
+if TYPE_CHECKING:  # the run cache is the App's store (the app extra): imported where used
+    from sqlalchemy.orm import Session, sessionmaker
+
+    from bot.adapters.history.cache import CachedSource, SyncResult
 
 SpecProgress = Callable[[SourceSpec, int, int | None], None]
 """Called as ``progress(spec, runs_read, runs_total_or_None)`` during a sync."""
@@ -93,6 +95,9 @@ def cached_source(
     W&B specs without an entity are cached under ``WANDB_ENTITY``'s, so that changing
     it never mixes two projects' runs, and reviews name the project they read.
     """
+    from bot.adapters.history.cache import CachedSource
+    from bot.adapters.store.db import init_db, make_engine
+
     if sessions is None:
         sessions = init_db(make_engine(settings.database_url))
     upstream = RemoteSources(wandb_source(settings), mlflow_source(settings))
@@ -111,6 +116,8 @@ def sync_sources(
     File sources are skipped.  A source that fails gets a result with ``error``
     set (and ``changed`` False) instead of stopping the others.
     """
+    from bot.adapters.history.cache import SyncResult
+
     results: dict[str, SyncResult] = {}
     for spec in specs:
         key = spec.key()
@@ -135,4 +142,6 @@ def parse_wandb_path(path: str, default_entity: str | None = None) -> SourceSpec
         return SourceSpec(kind="wandb", entity=parts[0], project=parts[1])
     if len(parts) == 1 and parts[0] and default_entity:
         return SourceSpec(kind="wandb", entity=default_entity, project=parts[0])
-    raise ValueError(f"invalid W&B project {path!r}: expected ENTITY/PROJECT")
+    raise ValueError(
+        f"invalid W&B project {path[:100]!r}: give ENTITY/PROJECT, or PROJECT with WANDB_ENTITY set"
+    )

@@ -23,7 +23,6 @@ from sqlalchemy import Engine
 
 from bot.adapters.locks.lease import DEFAULT_TTL, Gone, Lease, Locks
 from bot.adapters.locks.postgres import AdvisoryLocks
-from bot.adapters.locks.redis import RedisLocks
 from bot.adapters.locks.rows import RowLocks
 from bot.adapters.settings import Settings
 
@@ -47,5 +46,7 @@ def make_locks(
     if engine.dialect.name == "postgresql":
         return AdvisoryLocks(engine)
     if settings.redis_url:
+        from bot.adapters.locks.redis import RedisLocks  # the redis extra: only with REDIS_URL
+
         return RedisLocks(settings.redis_url, holder, ttl, gone)
     return RowLocks(engine, holder, ttl, gone)

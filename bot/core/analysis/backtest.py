@@ -112,6 +112,9 @@ class GateBacktest:
     within: int  # detect_within
     scores: tuple[Score, ...] = ()  # the gate's current model first
     recommended: Score | None = None
+    # the other models as quiet as the recommended one, catching as it does: a tie, which
+    # goes to the current model, else to the first of them in the models' order
+    tied: tuple[Score, ...] = ()
     note: str = ""  # why nothing is recommended, or how the recommendation was judged
     skipped: str = ""  # why the gate was not backtested (scores empty)
 
@@ -264,16 +267,18 @@ def _score(
     )
 
 
-def _recommend(scores: Sequence[Score], within: int) -> tuple[Score | None, str]:
+def _recommend(scores: Sequence[Score], within: int) -> tuple[Score | None, tuple[Score, ...], str]:
     """The model with the fewest false alarms among those catching every harmful change
-    within ``within`` runs (ties: the earlier, the current model first)."""
+    within ``within`` runs (ties: the earlier, the current model first), the others it
+    ties with, and the note."""
     able = [s for s in scores if s.catches_all(within)]
     if not able:
-        return None, f"no model catches every harmful change within {plural(within, 'run')}"
+        return None, (), f"no model catches every harmful change within {plural(within, 'run')}"
     best = min(able, key=lambda s: s.false_alarms)
+    tied = tuple(s for s in able if s.false_alarms == best.false_alarms and s is not best)
     if not scores[0].caught:
-        return best, "no harmful change in the history: judged on false alarms alone"
-    return best, ""
+        return best, tied, "no harmful change in the history: judged on false alarms alone"
+    return best, tied, ""
 
 
 # --------------------------------------------------------------------------- gates
@@ -347,8 +352,8 @@ def _backtest(
         model_rule = gate_rule.model_copy(update={"model": model})
         replayed = replay(values, target.bounds, model_rule, window, gate_rule.backtest.min_runs)
         scores.append(_score(model, model_rule, replayed, spans))
-    best, note = _recommend(scores, within)
-    return replace(row, scores=tuple(scores), recommended=best, note=note)
+    best, tied, note = _recommend(scores, within)
+    return replace(row, scores=tuple(scores), recommended=best, tied=tied, note=note)
 
 
 def _skipped(row: GateBacktest, reason: str) -> GateBacktest:

@@ -32,7 +32,6 @@ from dataclasses import dataclass
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
-from scipy.ndimage import maximum_filter1d
 
 from bot.core.analysis.noise import (
     FloatArray,
@@ -44,6 +43,7 @@ from bot.core.analysis.noise import (
     step_between,
     step_margin,
 )
+from bot.core.analysis.numeric import moving_max
 from bot.core.analysis.trends import Fits, find_trends, inflation, walk_jumps
 from bot.core.models import RegimeSettings
 
@@ -64,7 +64,7 @@ def candidates(cumsum: FloatArray, sigma: float, min_size: int) -> NDArray[np.in
         t = np.arange(h, n - h + 1)
         diff = (cumsum[t + h] - 2.0 * cumsum[t] + cumsum[t - h]) / h
         z = np.abs(diff) * math.sqrt(h / 2.0) / sigma
-        peaks = (z >= maximum_filter1d(z, size=h, mode="constant")) & (z > _CANDIDATE_Z)
+        peaks = (z >= moving_max(z, h)) & (z > _CANDIDATE_Z)
         spread = 2 if h == min_size else 0  # the finest scale may be off by two runs
         found.extend(t[peaks] + shift for shift in range(-spread, spread + 1))
         h *= 2

@@ -3,7 +3,7 @@ the values gates compare, extracted once per :class:`~bot.core.analysis.values.E
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from functools import cached_property
@@ -18,7 +18,7 @@ from bot.core.analysis.keys import (
 )
 from bot.core.analysis.values import Extraction, extract, extraction_of
 from bot.core.analysis.windows import FloatArray, Series, run_times
-from bot.core.models import Change, Gate, Regime, Run, Trend
+from bot.core.models import Change, Gate, NoDataReason, Regime, Run, Trend
 
 __all__ = ["HistoryContext"]
 
@@ -32,6 +32,7 @@ class HistoryContext:
     changes: list[Change]
     read: int = 0  # runs read, in any state
     unfinished_keys: frozenset[str] = frozenset()  # summary keys of runs not finished
+    not_numbers: Mapping[str, int] = field(default_factory=dict)  # History.not_numbers
     times: FloatArray = field(init=False)
     keys: frozenset[str] = field(init=False)  # summary keys of the finished runs
     columns: dict[Extraction, Series] = field(default_factory=dict)
@@ -62,6 +63,18 @@ class HistoryContext:
         """The finished runs' keys most like ``metric``, which none of them has."""
         return closest_keys(metric, self.keys)
 
+    def set_aside(self, metric: str) -> int:
+        """How many finished runs have a value of ``metric`` that is not a number."""
+        return self.not_numbers.get(resolve_key(metric, self.not_numbers.keys()), 0)
+
+    def no_data_reason(self, metric: str) -> NoDataReason:
+        """Why no finished run has a number for ``metric``."""
+        if not self.read:
+            return "empty_history"
+        if not self.runs:
+            return "no_finished_runs"
+        return "not_numbers" if self.set_aside(metric) else "no_metric"
+
     def missing(self, metric: str) -> str:
         """Why a gate on ``metric``, which no finished run has, cannot be verified."""
         return describe_missing(
@@ -70,6 +83,7 @@ class HistoryContext:
             read=self.read,
             finished=len(self.runs),
             others_have_it=resolve_key(metric, self.unfinished_keys) in self.unfinished_keys,
+            not_numbers=self.set_aside(metric),
         )
 
     def regime_start(self, metric: str) -> datetime | None:

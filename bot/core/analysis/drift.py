@@ -13,6 +13,9 @@ window (docs/drift.md); :func:`assess` then decides, in this order:
 - ``passing``: anything else, a streak shorter than ``min_failures`` holding every failure
   included (it may be the start of a drift: not yet acted on).
 
+The report's conclusion: ``action_required`` when a gate drifts; ``neutral`` when none does
+but a gate has no data to judge or is flaky (no data is not healthy); ``success`` otherwise.
+
 A failing streak long enough to drift is tied to the change starting at its first run (the
 detector's, or the onset the shell adds where the detector has not confirmed the new regime
 yet, or places it a run early); a shift, to the change the review ties it to
@@ -27,11 +30,16 @@ from typing import Literal
 
 from bot.core.config import DriftSettings
 from bot.core.formatting import day_month_year, percent, plural
-from bot.core.models import Change, Frozen, GateReview, Review
+from bot.core.models import Change, Conclusion, Frozen, GateReview, Review
 
 __all__ = ["DriftReport", "DriftStatus", "GateDrift", "assess", "drift_report"]
 
 DriftStatus = Literal["drifting", "flaky", "passing", "no_data"]
+_NO_DATA_WORDS: dict[str | None, str] = {  # GateReview.no_data_reason, for a drift status
+    "empty_history": "the history is empty",
+    "no_finished_runs": "the history has no finished run",
+    "not_numbers": "no finished run has a number for its metric (text, null or NaN)",
+}
 
 
 class GateDrift(Frozen):
@@ -65,6 +73,19 @@ class DriftReport(Frozen):
         """The gates failing now and then: reported, never rebaselined."""
         return tuple(g for g in self.gates if g.status == "flaky")
 
+    @property
+    def no_data(self) -> tuple[GateDrift, ...]:
+        """The gates no finished run gives data to judge."""
+        return tuple(g for g in self.gates if g.status == "no_data")
+
+    @property
+    def conclusion(self) -> Conclusion:
+        """``action_required``: a gate drifts; ``neutral``: none does, but one has no data
+        or is flaky; ``success``: every gate passes."""
+        if self.drifting:
+            return "action_required"
+        return "neutral" if self.no_data or self.flaky else "success"
+
 
 def _status(g: GateReview, settings: DriftSettings) -> DriftStatus:
     if g.classification == "no_data" or g.old_failures.total == 0:
@@ -82,7 +103,7 @@ def _reason(g: GateReview, status: DriftStatus, since: datetime | None, least: i
     failed, total, streak = g.old_failures.failed, g.old_failures.total, g.consecutive_failures
     when = day_month_year(since)
     if status == "no_data":
-        return "no finished run has its metric"
+        return _NO_DATA_WORDS.get(g.no_data_reason, "no finished run has its metric")
     if status == "flaky":
         rate = percent(round(failed / total, 3))
         return f"failed {failed} of the last {total} runs ({rate}), scattered: flaky"

@@ -108,12 +108,30 @@ def describe_old(
 
 
 def describe_missing(
-    metric: str, *, closest: Sequence[str], read: int, finished: int, others_have_it: bool
+    metric: str,
+    *,
+    closest: Sequence[str],
+    read: int,
+    finished: int,
+    others_have_it: bool,
+    not_numbers: int = 0,
 ) -> str:
-    """Why a gate cannot be verified: no (finished) run has ``metric``; how many runs were
-    read; the history's keys ``closest`` to it (``did you mean …?``)."""
-    who = "no finished run" if others_have_it else "no run"
+    """Why a gate cannot be verified: the history is empty, has no finished run, has only
+    values of ``metric`` that are not numbers (``not_numbers`` of them), or no (finished) run
+    has ``metric``; how many runs were read; the history's keys ``closest`` to it (``did you
+    mean …?``)."""
+    if not read:
+        return "cannot verify: the history is empty (no run read)"
+    if not finished:
+        return f"cannot verify: the history has no finished run ({plural(read, 'run')} read)"
     runs = plural(read, "run") + " read" + (f", {finished} finished" if finished != read else "")
+    if not_numbers:
+        values = plural(not_numbers, "value")
+        return (
+            f"cannot verify: the values of `{metric}` are not numbers ({values}: text, null or"
+            f" NaN; {runs})"
+        )
+    who = "no finished run" if others_have_it else "no run"
     if closest:
         runs += "; did you mean " + " or ".join(f"`{key}`" for key in closest) + "?"
     return f"cannot verify: {who} has `{metric}` ({runs})"

@@ -9,17 +9,16 @@ rounding, the guarantee never to fail a run of the window, and the absolute boun
 from __future__ import annotations
 
 from dataclasses import dataclass
-from functools import cached_property, lru_cache
+from functools import cached_property
 
 import numpy as np
 import numpy.typing as npt
-from scipy import stats
 
+from bot.core.analysis.numeric import NORMAL_MAD, t_quantile
 from bot.core.limit_model import LimitModel
 
 __all__ = ["model_limits", "statistic"]
 
-NORMAL_MAD = float(1 / stats.norm.ppf(0.75))  # σ per MAD of normal noise: 1.4826
 Windows = npt.NDArray[np.float64]
 Column = npt.NDArray[np.float64]
 
@@ -77,8 +76,7 @@ def _std(rows: _Rows) -> Column:
 def _sigma(rows: _Rows, robust: bool) -> Column:
     """The window's noise: ``1.4826·MAD`` (robust) or the sample standard deviation.
 
-    The MAD in numpy: scipy's ``median_abs_deviation`` gives the same, at ten times the cost
-    per call, which the backtest would pay for every window at the start of a history."""
+    The MAD of every row at once, over the NaN-padded rows (``numeric.mad`` is one series')."""
     if not robust:
         return _std(rows)
     center = rows.reduce("median", keepdims=True)
@@ -86,16 +84,10 @@ def _sigma(rows: _Rows, robust: bool) -> Column:
     return mad
 
 
-@lru_cache(maxsize=512)
-def _t_quantile(confidence: float, freedom: int) -> float:
-    """Student's t quantile (cached: one per window length and confidence)."""
-    return float(stats.t.ppf(confidence, freedom))
-
-
 def _prediction(rows: _Rows, confidence: float) -> Column:
     """Half-width of the one-sided t prediction interval for one more run (0 for one run)."""
     n = rows.count
-    t = np.array([_t_quantile(confidence, int(k) - 1) if k >= 2 else 0.0 for k in n])
+    t = np.array([t_quantile(confidence, int(k) - 1) if k >= 2 else 0.0 for k in n])
     half: Column = t * _std(rows) * np.sqrt(1 + 1 / n)
     return half
 

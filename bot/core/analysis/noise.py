@@ -14,8 +14,8 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.lib.stride_tricks import sliding_window_view
 from numpy.typing import NDArray
-from scipy.ndimage import median_filter
 
+from bot.core.analysis.numeric import moving_median
 from bot.core.models import RegimeSettings
 
 FloatArray = NDArray[np.float64]
@@ -35,7 +35,7 @@ def local_residuals(values: FloatArray, half_window: int) -> FloatArray:
     half = max(1, min(half_window, (n - 1) // 2))
     padded = np.pad(values, half, mode="edge")
     windows = sliding_window_view(padded, 2 * half + 1)
-    neighbours = np.delete(windows, half, axis=1)  # scipy's median_filter ignores holes
+    neighbours = np.delete(windows, half, axis=1)  # itself left out of its median
     return np.asarray(values - np.median(neighbours, axis=1), dtype=np.float64)
 
 
@@ -88,7 +88,7 @@ def clean(values: FloatArray, sigma: float, outlier_sigma: float, min_size: int)
     """
     n = values.size
     size = min(2 * min_size - 1, n)
-    reference = median_filter(values, size=size, mode="nearest")
+    reference = moving_median(values, size)
     bound = outlier_sigma * sigma
     outlier = np.abs(values - reference) > bound
     side = min_size - 1

@@ -44,6 +44,7 @@ from bot.core.models import (
     GateChange,
     GateReview,
     History,
+    NoDataReason,
     Regime,
     RegimeSettings,
     Review,
@@ -150,6 +151,18 @@ def _explain(
     return diagnosis, "; ".join(parts), closest
 
 
+def _no_data_reason(
+    ctx: HistoryContext, change: GateChange, head_runs: int, old_runs: int
+) -> NoDataReason | None:
+    """Why no run has the proposed gate's metric (else the old gate's); None when both have
+    runs."""
+    if not head_runs:
+        return ctx.no_data_reason(change.head.metric)
+    if not old_runs:
+        return ctx.no_data_reason((change.base or change.head).metric)
+    return None
+
+
 def _model_of(gate: Gate, rule: RuleSettings) -> str:
     """The model and parameters of a limit gate's rule (``rule.for_gate`` applied)."""
     if gate.kind != "limit":
@@ -238,6 +251,7 @@ def _review_gate(
         old_literal=old_gate.literal,
         proposed_literal=head.literal,
         closest_keys=closest,
+        no_data_reason=_no_data_reason(ctx, change, len(head_series), len(history)),
         model=_model_of(head, rule),
         tighten_to=None if tight is None else tight[0],
         notes=() if tight is None else (tight[1],),
@@ -268,10 +282,14 @@ def build_review(
         detected = detect_regimes(runs, regime_settings, metrics=gated, extra=SCANNED_METRICS)
     regimes, changes = detected
     unfinished = summary_keys(r for r in history.runs if r.state != "finished")
-    ctx = HistoryContext(runs, list(regimes), list(changes), len(history.runs), unfinished)
+    ctx = HistoryContext(
+        runs, list(regimes), list(changes), len(history.runs), unfinished, history.not_numbers
+    )
     reviews = tuple(_review_gate(ctx, change, rule, history.source) for change in gates)
     notes = [*warnings, *history.warnings]
-    if not runs:
+    if not history.runs:
+        notes.append("the history is empty: it has no runs")
+    elif not runs:
         notes.append("the history has no finished runs")
     return Review(
         conclusion=conclusion_of(reviews),
@@ -317,6 +335,7 @@ def unavailable_review(
             verdict="no_data",
             changed=c.changed,
             classification="no_data",
+            no_data_reason="unavailable",
             explanation=f"history unavailable: {error}",
             source=c.head.source.describe() if c.head.source else "",
             declared_source=c.head.declared,

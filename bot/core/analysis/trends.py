@@ -26,9 +26,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.stats import median_abs_deviation
 
 from bot.core.analysis.noise import FloatArray
+from bot.core.analysis.numeric import mad
 
 SMOOTH_FLOOR = 0.02  # a jump below this share of the series' 5-95 % spread is no step
 WANDER_RHO = 0.5  # lag-1 autocorrelation of residuals from which a series may wander
@@ -201,11 +201,6 @@ def autocorrelation(parts: Sequence[FloatArray]) -> float:
     return num / den if den > 0 else 0.0
 
 
-def _mad(values: FloatArray) -> float:
-    """Robust standard deviation (MAD, scaled to a normal sample's)."""
-    return float(median_abs_deviation(values, scale="normal"))
-
-
 def wanders(
     fits: Fits, pieces: Sequence[int], steps_at: Sequence[int], slope_penalty: float
 ) -> bool:
@@ -233,15 +228,15 @@ def wanders(
         shifted.append(part + offset)
     level = np.concatenate(shifted)
     steps = np.diff(level)
-    s1 = _mad(steps)
+    s1 = mad(steps)
     if s1 <= 0:
         return False
     moves = level[WANDER_LAG:] - level[:-WANDER_LAG]
     stretch = np.searchsorted(np.asarray(steps_at), np.arange(level.size), side="right")
     inside = moves[stretch[WANDER_LAG:] == stretch[:-WANDER_LAG]]  # not across a step
-    if (_mad(moves) / s1) ** 2 / WANDER_LAG < WANDER_RATIO or inside.size < WANDER_LAG:
+    if (mad(moves) / s1) ** 2 / WANDER_LAG < WANDER_RATIO or inside.size < WANDER_LAG:
         return False
-    if (_mad(inside) / s1) ** 2 / WANDER_LAG < WANDER_INSIDE:
+    if (mad(inside) / s1) ** 2 / WANDER_LAG < WANDER_INSIDE:
         return False
     steps = np.clip(steps - np.median(steps), -4.0 * s1, 4.0 * s1)
     if autocorrelation([steps]) < WANDER_STEPS_RHO:
@@ -255,7 +250,7 @@ def walk_jumps(values: FloatArray, bounds: Sequence[int], min_size: int) -> list
     A jump: the medians of ``min_size`` runs on either side differ by at least
     ``WANDER_JUMP`` robust steps of the walk (its first differences' scale).
     """
-    step = _mad(np.diff(values))
+    step = mad(np.diff(values))
     if step <= 0:
         return list(bounds)
     kept = [bounds[0]]

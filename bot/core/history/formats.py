@@ -56,6 +56,7 @@ class _Parsed:
     non_numeric: int
     flattened: int = 0
     numeric_strings: int = 0
+    not_numbers: tuple[str, ...] = ()  # the summary keys of the values dropped
 
 
 # --------------------------------------------------------------------------- values
@@ -104,25 +105,21 @@ def _tags(value: object) -> tuple[str, ...]:
     raise _BadLine("'tags' must be a list of strings")
 
 
-def _finite(summary: dict[str, float]) -> int:
-    """Drop NaN and infinities from ``summary`` in place; return how many were dropped."""
-    bad = [key for key, value in summary.items() if not math.isfinite(value)]
-    for key in bad:
-        del summary[key]
-    return len(bad)
-
-
-def _csv_summary(cells: Iterable[tuple[str, str]]) -> tuple[dict[str, float], int, int]:
-    """Numbers of a CSV row; an empty cell is an absent value, other text is non-numeric."""
+def _csv_summary(cells: Iterable[tuple[str, str]]) -> tuple[dict[str, float], list[str], int]:
+    """Numbers of a CSV row, the columns of the values dropped (NaN and infinities too), and
+    how many were text; an empty cell is an absent value, other text is non-numeric."""
     summary: dict[str, float] = {}
-    non_numeric = 0
+    texts: list[str] = []
     for key, cell in cells:
         if cell.strip():
             try:
                 summary[key] = float(cell)
             except ValueError:
-                non_numeric += 1
-    return summary, _finite(summary), non_numeric
+                texts.append(key)
+    dropped = [key for key, value in summary.items() if not math.isfinite(value)]
+    for key in dropped:
+        del summary[key]
+    return summary, texts + dropped, len(texts)
 
 
 def _run(
@@ -131,6 +128,7 @@ def _run(
     non_finite: int,
     non_numeric: int,
     series: RunSeries | None = None,
+    not_numbers: tuple[str, ...] = (),
 ) -> _Parsed:
     run = Run.model_construct(
         id=_required(fields.get("id"), "id"),
@@ -145,7 +143,7 @@ def _run(
     if series:
         non_finite += sum(steps.non_finite for steps in series.values())
         non_numeric += sum(steps.non_numeric for steps in series.values())
-    return _Parsed(run, non_finite, non_numeric)
+    return _Parsed(run, non_finite, non_numeric, not_numbers=not_numbers)
 
 
 # --------------------------------------------------------------------------- lines
@@ -174,7 +172,9 @@ def _jsonl_line(line: str) -> _Parsed:
         series = None if data.get("series") is None else read_series(data["series"])
     except BadSeries as exc:
         raise _BadLine(str(exc)) from None
-    parsed = _run(data, summary.metrics, summary.non_finite, summary.non_numeric, series)
+    parsed = _run(
+        data, summary.metrics, summary.non_finite, summary.non_numeric, series, summary.not_numbers
+    )
     parsed.flattened, parsed.numeric_strings = summary.flattened, summary.numeric_strings
     return parsed
 
@@ -207,6 +207,9 @@ def _collect(
         kept[parsed.run.id] = parsed
     runs = sorted((p.run for p in kept.values()), key=lambda r: r.created_at)
     by_state = Counter(r.state for r in runs)
+    not_numbers = Counter(
+        key for p in kept.values() if p.run.state == "finished" for key in p.not_numbers
+    )
     stats = HistoryStats(
         total=len(runs),
         finished=by_state.get("finished", 0),
@@ -218,7 +221,9 @@ def _collect(
         flattened_values=sum(p.flattened for p in kept.values()),
         numeric_strings=sum(p.numeric_strings for p in kept.values()),
     )
-    return History.model_construct(runs=tuple(runs), stats=stats, source=name)
+    return History.model_construct(
+        runs=tuple(runs), stats=stats, source=name, not_numbers=dict(not_numbers)
+    )
 
 
 def parse_jsonl(text: str, name: str, *, skip_bad_lines: bool = False) -> History:
@@ -265,10 +270,11 @@ def parse_csv(text: str, name: str, *, skip_bad_lines: bool = False) -> History:
         if len(cells) != len(columns):
             raise _BadLine(f"expected {len(columns)} fields, found {len(cells)}")
         fields = {c: cells[i].strip() for i, c in fixed}
-        summary, non_finite, non_numeric = _csv_summary((c, cells[i]) for i, c in metrics)
+        summary, dropped, non_numeric = _csv_summary((c, cells[i]) for i, c in metrics)
         numeric.update(summary)
         texts.update(c for i, c in metrics if cells[i].strip() and _is_text(cells[i]))
-        return _run(fields, summary, non_finite, non_numeric)
+        non_finite = len(dropped) - non_numeric
+        return _run(fields, summary, non_finite, non_numeric, not_numbers=tuple(dropped))
 
     def rows() -> Iterator[tuple[int, Callable[[], _Parsed]]]:
         start = reader.line_num + 1

@@ -47,14 +47,15 @@ class RunFetcher(Protocol):
 
 
 class Summary(NamedTuple):
-    """The finite numeric metrics of one run, how many values were dropped, and how many
-    numbers were read from nested objects or from text."""
+    """The finite numeric metrics of one run, how many values were dropped (and under which
+    keys), and how many numbers were read from nested objects or from text."""
 
     metrics: dict[str, float]
     non_numeric: int
     non_finite: int
     flattened: int = 0
     numeric_strings: int = 0
+    not_numbers: tuple[str, ...] = ()  # the keys of the dropped values
 
 
 def flatten(raw: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
@@ -84,6 +85,7 @@ def read_summary(raw: Mapping[str, Any], skip: Callable[[str], bool] | None = No
     """
     metrics: dict[str, float] = {}
     non_numeric = non_finite = flattened = texts = 0
+    dropped: list[str] = []
     nested = any(isinstance(v, Mapping) for v in raw.values())
     for key, value in (flatten(raw) if nested else raw).items():
         if skip is not None and skip(key):
@@ -96,12 +98,14 @@ def read_summary(raw: Mapping[str, Any], skip: Callable[[str], bool] | None = No
             texts += number is not None and kind is str and math.isfinite(number)
         if number is None:
             non_numeric += 1
+            dropped.append(key)
         elif not math.isfinite(number):
             non_finite += 1
+            dropped.append(key)
         else:
             metrics[key] = number
             flattened += nested and key not in raw
-    return Summary(metrics, non_numeric, non_finite, flattened, texts)
+    return Summary(metrics, non_numeric, non_finite, flattened, texts, tuple(dropped))
 
 
 def numeric_summary(raw: Mapping[str, Any], summary_keys: Mapping[str, str]) -> Summary:

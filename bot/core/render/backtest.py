@@ -106,16 +106,33 @@ def _recommendation(gate: GateBacktest) -> str:
     if best is None:
         return f"No recommendation: {gate.note}."
     name = f"`{best.model.describe()}`"
-    fewest = f"fewest false alarms ({best.false_alarms} of {best.judged})"
+    counts = f"({best.false_alarms} of {best.judged})"
+    if gate.tied and len(gate.tied) + 1 == len(gate.scores):
+        fewest = f"a tie: every model has the fewest false alarms {counts}"
+    elif gate.tied:
+        others = ", ".join(f"`{s.model.describe()}`" for s in gate.tied)
+        fewest = f"fewest false alarms {counts}, tied with {others}"
+    else:
+        fewest = f"fewest false alarms {counts}"
     if not best.caught:
         reason = f"{fewest}; {gate.note}" if gate.note else fewest
-        return f"Recommended: {name} — {reason}."
+        return f"Recommended: {name} — {reason}{_tie_break(gate)}."
     count = len(best.caught)
     changes = "the harmful change" if count == 1 else f"all {count} harmful changes"
     return (
         f"Recommended: {name} — {fewest} among the models catching {changes}"
-        f" within {plural(gate.within, 'run')}."
+        f" within {plural(gate.within, 'run')}{_tie_break(gate)}."
     )
+
+
+def _tie_break(gate: GateBacktest) -> str:
+    """``; the tie goes to the current model`` (or to the first in ``--models``), or ``""``
+    without a tie."""
+    if not gate.tied:
+        return ""
+    if gate.recommended is gate.current:
+        return "; the tie goes to the current model"
+    return "; the tie goes to the first of them in the --models list"
 
 
 def _header(run: BacktestRun) -> str:
@@ -285,6 +302,16 @@ def _score_json(gate: GateBacktest, score: Score) -> dict[str, Any]:
     }
 
 
+def _tie_json(gate: GateBacktest) -> dict[str, Any] | None:
+    """The models tied for the recommendation, the recommended first, and what broke the
+    tie: ``current_model`` or ``models_order``; None without a tie."""
+    if gate.recommended is None or not gate.tied:
+        return None
+    models = [s.model.describe() for s in (gate.recommended, *gate.tied)]
+    broken_by = "current_model" if gate.recommended is gate.current else "models_order"
+    return {"models": models, "broken_by": broken_by}
+
+
 def _gate_json(gate: GateBacktest) -> dict[str, Any]:
     current = gate.current
     return {
@@ -300,6 +327,7 @@ def _gate_json(gate: GateBacktest) -> dict[str, Any]:
         "harm": current.rule.harm if current else None,
         "models": [_score_json(gate, s) for s in gate.scores],
         "recommended": gate.recommended.model.describe() if gate.recommended else None,
+        "tie": _tie_json(gate),
         "note": gate.note,
         "hint": gate.hint(),
     }

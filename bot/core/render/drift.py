@@ -21,15 +21,23 @@ from bot.core.models import Change, GateReview, Review
 from bot.core.render.conditions import rule_text
 from bot.core.render.gates import metric_cell, proposed_text, where
 from bot.core.render.markdown import Markdown, code, escape, join, link, truncate
-from bot.core.render.review import FOLD_REGIMES, GITHUB_TEXT_LIMIT, cli_rebaseline_commands
+from bot.core.render.review import (
+    FOLD_REGIMES,
+    GITHUB_TEXT_LIMIT,
+    cli_rebaseline_commands,
+    cli_rebaseline_words,
+    command_block,
+)
 from bot.core.render.view import (
     MAX_PULLS,
+    NO_CODE_CHANGE,
     TREND_KEY,
     gate_rule,
     pull_link,
     regime_metrics,
     regime_notes,
     regime_rows,
+    rule_values,
     side_phrases,
     window_groups,
 )
@@ -39,8 +47,10 @@ __all__ = [
     "DRIFT_MARKER_PREFIX",
     "branch_name",
     "closing_comment",
+    "drift_headline",
     "drift_json",
     "drift_marker",
+    "drift_sections",
     "issue_title",
     "item_body",
     "pull_title",
@@ -58,6 +68,11 @@ _TRUNCATED = (
     " for the whole report.*"
 )
 Mode = Literal["issue", "pull_request"]
+_NO_DATA_LINES: dict[str | None, str] = {  # the gates without data, by GateReview.no_data_reason
+    "empty_history": "the history is empty: nothing to judge {} on",
+    "no_finished_runs": "the history has no finished run to judge {} on",
+    "not_numbers": "no finished run has a number for the metric of {} (text, null or NaN)",
+}
 
 
 # --------------------------------------------------------------------------- names
@@ -129,6 +144,8 @@ def _change_words(change: Change, review: Review, repo_url: str | None) -> Markd
         more = len(change.pulls) - len(shown)
         return Markdown(f"{text}, started by {', '.join(shown)}{f' +{more} more' if more else ''}")
     before, after = change.before_commit, change.after_commit
+    if before and before == after:  # one commit on both sides: no range to compare
+        return Markdown(f"{text}, {NO_CODE_CHANGE} ({code(before[:7])})")
     if before and after:  # outside text: escaped (a commit is only hex once validated)
         commits = f"{escape(before[:7])}…{escape(after[:7])}"
         url = f"{repo_url.rstrip('/')}/compare/{before}...{after}" if repo_url else None
@@ -156,7 +173,7 @@ def _condition(g: GateReview) -> Markdown:
     return cell if g.kind == "reference" else Markdown(f"{cell} {escape(proposed_text(g))}")
 
 
-def _drifting(d: GateDrift, review: Review, windows: dict[str, str], url: str | None) -> str:
+def _drifting(d: GateDrift, review: Review, windows: dict[str, str], url: str | None) -> list[str]:
     g = d.gate
     lines = [
         f"#### {code(g.name)}: {_condition(g)}",
@@ -178,7 +195,7 @@ def _drifting(d: GateDrift, review: Review, windows: dict[str, str], url: str | 
             f"- The rule's new value: **{escape(value)}**{same}, {_rule_phrase(g, review)},"
             f" over {escape(window)}."
         )
-    return "\n".join(lines)
+    return lines
 
 
 def _regimes(review: Review, repo_url: str | None) -> list[str]:
@@ -210,7 +227,8 @@ def _regimes(review: Review, repo_url: str | None) -> list[str]:
     return ["#### Regimes", "", *table]
 
 
-def _headline(report: DriftReport) -> str:
+def drift_headline(report: DriftReport) -> str:
+    """The item's first line: which gates drift, or why none does (Markdown)."""
     file, drifting, flaky = code(report.file), report.drifting, report.flaky
     judged = plural(len(report.gates), "gate")
     if drifting:
@@ -220,25 +238,48 @@ def _headline(report: DriftReport) -> str:
             f"❌ **{len(drifting)} of {judged} in {file} {verb} failing** the newest runs on the"
             f" default branch: {names}."
         )
+    missing = report.no_data
+    if missing and len(missing) == len(report.gates):
+        return f"⚪ **No data to judge {file}**: {_no_data_phrase(report)}."
+    some = ""
+    if missing:
+        some = f"; {len(missing)} of {judged} {'has' if len(missing) == 1 else 'have'} no data"
     if flaky:
-        return f"⚠️ **No gate of {file} drifts**; {len(flaky)} of {judged} fail now and then."
+        return f"⚠️ **No gate of {file} drifts**; {len(flaky)} of {judged} fail now and then{some}."
+    if missing:
+        return f"⚪ **No gate of {file} drifts**{some} to judge."
     return f"✅ **No gate of {file} drifts**: {judged} watched."
+
+
+def _no_data_phrase(report: DriftReport) -> str:
+    """Why no gate of ``report`` has data: the history's fault, or the metrics'."""
+    reasons = {d.gate.no_data_reason for d in report.no_data}
+    if reasons == {"empty_history"}:
+        return "the history is empty"
+    if reasons == {"no_finished_runs"}:
+        return "the history has no finished run"
+    gates = "its gate" if len(report.gates) == 1 else f"any of its {len(report.gates)} gates"
+    return f"no finished run has a number for the metric of {gates}"
 
 
 def _instruction(
     report: DriftReport, mode: Mode, repo_url: str | None, pull: int | None, cli: str | None
 ) -> list[str]:
-    """The one-line "what to do", for the App's item or the command line."""
+    """The "what to do": one line for the App's item; for the command line, which gates
+    the ``threshold-bot rebaseline`` command rewrites (the drifting ones the rule would
+    change, named), and the command, in a block to copy."""
     if not report.drifting:
         return []
-    values = [(d.gate, rule_text(d.gate)) for d in report.drifting if d.gate.recomputed is not None]
     if cli is not None:
-        commands = join((code(c) for c in cli_rebaseline_commands(values, cli)), " and ")
-        line = (
-            f"- Run {commands} to write the rule's values in place with a provenance comment"
-            " (`--dry-run` prints the diff and writes nothing)."
-        )
-    elif mode == "pull_request":
+        every = rule_values(report.review, flagged_only=False)
+        drifting = {_key(d.gate) for d in report.drifting}
+        values = [(g, value) for g, value in every if _key(g) in drifting]
+        if not values:  # the rule's values are those the gates have
+            return []
+        words = cli_rebaseline_words(values, every, lead="Run")
+        block = command_block(cli_rebaseline_commands(values, cli))
+        return ["#### What to do", "", f"- {words}", "", block]
+    if mode == "pull_request":
         line = "- Merge this PR to apply them; its own review is the check below."
     elif pull is not None:
         url = f"{repo_url.rstrip('/')}/pull/{pull}" if repo_url else None
@@ -247,6 +288,10 @@ def _instruction(
     else:
         line = "- Comment `/rebaseline` on this issue to open a pull request with these values."
     return ["#### What to do", "", line]
+
+
+def _key(g: GateReview) -> tuple[str, str, str, str]:
+    return g.file, g.name, g.metric, g.op
 
 
 def _flaky(report: DriftReport) -> list[str]:
@@ -272,9 +317,13 @@ def _others(report: DriftReport) -> list[str]:
         lines.append("")
     if passing:
         lines.append(f"Passing ({len(passing)}): {join(code(d.gate.name) for d in passing)}.")
-    if missing:
-        named = join(Markdown(f"{code(d.gate.name)} ({code(d.gate.metric)})") for d in missing)
-        lines.append(f"No data ({len(missing)}): no finished run has the metric of {named}.")
+    by_reason: dict[str | None, list[GateDrift]] = {}
+    for d in missing:
+        by_reason.setdefault(d.gate.no_data_reason, []).append(d)
+    for reason, gates in by_reason.items():
+        named = join(Markdown(f"{code(d.gate.name)} ({code(d.gate.metric)})") for d in gates)
+        words = _NO_DATA_LINES.get(reason, "no finished run has the metric of {}")
+        lines.append(f"No data ({len(gates)}): {words.format(named)}.")
     return lines
 
 
@@ -286,6 +335,55 @@ def _problems(report: DriftReport) -> list[str]:
     return lines + [f"- {escape(p)}" for p in problems]
 
 
+Section = tuple[str, list[str]]
+"""One section of the body: its name and its Markdown lines."""
+
+
+def drift_sections(
+    report: DriftReport,
+    *,
+    mode: Mode,
+    repo_url: str | None,
+    pull: int | None = None,
+    cli_options: str | None = None,
+) -> list[Section]:
+    """The sections of ``report``'s body, in order, the empty ones left out: ``headline``;
+    a ``drifting`` section per drifting gate (what CI checks, failures and streak, since
+    when and the change it is tied to with its PRs, the rule's new value and how it is
+    computed); ``regimes`` (the table, when a gate drifts); ``instruction`` (one line of
+    what to do); ``flaky``; ``others`` (failing too little to drift, passing, no data);
+    ``problems`` (the drift settings that fell back); ``footer`` (the App's).
+    ``pull``: in an issue, the rebaseline PR opened for it (named instead of
+    ``/rebaseline``).  ``cli_options``: worded for the command line instead
+    (``threshold-bot rebaseline`` with these options, shell-quoted), without the footer.
+    """
+    review = report.review
+    windows = {name: phrase for phrase, names in window_groups(review) for name in names}
+    sections: list[Section] = [("headline", [drift_headline(report)])]
+    sections += [("drifting", _drifting(d, review, windows, repo_url)) for d in report.drifting]
+    if report.drifting:
+        sections.append(("regimes", _regimes(review, repo_url)))
+    sections.append(("instruction", _instruction(report, mode, repo_url, pull, cli_options)))
+    sections.append(("flaky", _flaky(report)))
+    sections.append(("others", _others(report)))
+    sections.append(("problems", _problems(report)))
+    if cli_options is None:
+        s = report.settings
+        sections.append(
+            (
+                "footer",
+                [
+                    f"<sub>Watched by threshold-bot on the default branch: min_failures"
+                    f" {s.min_failures}, window {escape(str(s.window))}. This"
+                    f" {'issue' if mode == 'issue' else 'PR'} updates itself as runs arrive"
+                    " and is closed when every gate passes again; settings: `drift:` in"
+                    f" {code(CONFIG_PATH)}.</sub>"
+                ],
+            )
+        )
+    return [(name, lines) for name, lines in sections if lines]
+
+
 def item_body(
     report: DriftReport,
     *,
@@ -295,34 +393,13 @@ def item_body(
     cli_options: str | None = None,
 ) -> str:
     """The Markdown body of ``report``'s issue (``mode`` ``issue``) or rebaseline PR,
-    starting with :func:`drift_marker`; cut to GitHub's size limit with a note.
-
-    Per drifting gate: what CI checks, failures and streak, since when and the change it is
-    tied to with its PRs, the rule's new value and how it is computed; then the regime table,
-    one line of what to do, the flaky gates, the rest, and the drift settings that fell back.
-    ``pull``: in an issue, the rebaseline PR opened for it (named instead of ``/rebaseline``).
-    ``cli_options``: worded for the command line instead (``threshold-bot rebaseline`` with
-    these options, shell-quoted), without the App's footer.
-    """
-    review = report.review
-    windows = {name: phrase for phrase, names in window_groups(review) for name in names}
-    blocks: list[str] = [f"{drift_marker(report.file)}\n{_headline(report)}"]
-    blocks += [_drifting(d, review, windows, repo_url) for d in report.drifting]
-    if report.drifting:
-        blocks.append("\n".join(_regimes(review, repo_url)))
-    blocks.append("\n".join(_instruction(report, mode, repo_url, pull, cli_options)))
-    blocks.append("\n".join(_flaky(report)))
-    blocks.append("\n".join(_others(report)))
-    blocks.append("\n".join(_problems(report)))
-    if cli_options is None:
-        s = report.settings
-        blocks.append(
-            f"<sub>Watched by threshold-bot on the default branch: min_failures {s.min_failures},"
-            f" window {escape(str(s.window))}. This {'issue' if mode == 'issue' else 'PR'} updates"
-            " itself as runs arrive and is closed when every gate passes again; settings:"
-            f" `drift:` in {code(CONFIG_PATH)}.</sub>"
-        )
-    text = "\n\n".join(b for b in blocks if b) + "\n"
+    starting with :func:`drift_marker`, then :func:`drift_sections` (``pull`` and
+    ``cli_options`` as there); cut to GitHub's size limit with a note."""
+    sections = drift_sections(
+        report, mode=mode, repo_url=repo_url, pull=pull, cli_options=cli_options
+    )
+    blocks = ["\n".join(lines) for _, lines in sections]
+    text = drift_marker(report.file) + "\n" + "\n\n".join(blocks) + "\n"
     return truncate(text, GITHUB_TEXT_LIMIT, _TRUNCATED)
 
 
@@ -355,6 +432,7 @@ def _gate_json(d: GateDrift) -> dict[str, object]:
         "value": proposed_text(g),
         "status": d.status,
         "reason": d.reason,
+        "no_data_reason": g.no_data_reason if d.status == "no_data" else None,
         "failed": d.failed,
         "total": d.total,
         "failure_rate": None if not d.total else round(d.failed / d.total, 4),
@@ -367,7 +445,8 @@ def _gate_json(d: GateDrift) -> dict[str, object]:
 
 def drift_json(reports: Sequence[DriftReport]) -> str:
     """The reports as JSON (docs/drift.md): per file its settings, their problems and each
-    gate's status, with ``drifting``, the number of drifting gates in all."""
+    gate's status, with the worst ``conclusion`` and, in all, the number of ``drifting``
+    gates and of gates with ``no_data``."""
     files = []
     for report in reports:
         s = report.settings
@@ -380,5 +459,11 @@ def drift_json(reports: Sequence[DriftReport]) -> str:
                 "gates": [_gate_json(d) for d in report.gates],
             }
         )
-    data = {"drifting": sum(len(r.drifting) for r in reports), "files": files}
+    severity = ("success", "neutral", "action_required")
+    data = {
+        "conclusion": max((r.conclusion for r in reports), key=severity.index, default="success"),
+        "drifting": sum(len(r.drifting) for r in reports),
+        "no_data": sum(len(r.no_data) for r in reports),
+        "files": files,
+    }
     return json.dumps(data, indent=2, ensure_ascii=False, allow_nan=False) + "\n"

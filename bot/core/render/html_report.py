@@ -33,7 +33,7 @@ from markdown_it.token import Token
 from markupsafe import Markup
 
 from bot.core.models import Review
-from bot.core.render.report_charts import ChartSpec, chart_specs
+from bot.core.render.report_charts import ChartSpec, chart_caption, chart_specs, chart_styles
 from bot.core.render.review import TEMPLATES, render_comment
 
 __all__ = ["CHARTJS_VERSION", "CSP", "comment_html", "html_report", "script_json"]
@@ -51,6 +51,7 @@ _PIECE = re.compile(r"<!--.*?-->|<[^<>]*>", re.DOTALL)
 _ALLOWED_TAG = re.compile(r"</?(?:details|summary|code|sub|sup|br|b|strong|em|i|kbd|p)\s*/?>")
 _OPEN_DETAILS = re.compile(r"<details\s+open\s*>")
 _CHAR_REF = re.compile(r"&(?:#[0-9]{1,7}|#[xX][0-9a-fA-F]{1,6}|[A-Za-z][A-Za-z0-9]{1,31});")
+_SEPARATOR = re.compile(r"([/_])(?=[^/_])")  # where a cell's text may wrap: after / and _
 _JSON_UNSAFE = {"<": "\\u003c", ">": "\\u003e", "&": "\\u0026", "\u2028": "\\u2028"}
 
 
@@ -94,14 +95,34 @@ def _fence(self: RendererHTML, tokens: Sequence[Token], idx: int, options: Any, 
     return RendererHTML.fence(self, tokens, idx, options, env)
 
 
+def _cell(self: RendererHTML, tokens: Sequence[Token], idx: int, options: Any, env: Any) -> str:
+    """A table cell's tag; notes in ``env`` whether the text that follows is in a cell."""
+    env["cell"] = tokens[idx].nesting == 1
+    return self.renderToken(tokens, idx, options, env)
+
+
+def _breakable(
+    self: RendererHTML, tokens: Sequence[Token], idx: int, options: Any, env: Any
+) -> str:
+    """Text, escaped; in a table cell with a break opportunity (``<wbr>``, no character)
+    after each ``/`` and ``_``: a long metric name wraps at its separators, so a wide table
+    (the regimes') fits the page rather than running past it."""
+    text = RendererHTML.text(self, tokens, idx, options, env)
+    return _SEPARATOR.sub(r"\1<wbr>", text) if env.get("cell") else text
+
+
 @cache
 def _markdown() -> MarkdownIt:
     """CommonMark with GitHub's tables and strikethrough; raw HTML through the allow-list;
-    Mermaid blocks replaced by a pointer to the report's own charts."""
+    Mermaid blocks replaced by a pointer to the report's own charts; table cells' text
+    breakable at ``/`` and ``_``."""
     md = MarkdownIt("commonmark", {"html": True}).enable(["table", "strikethrough"])
     md.add_render_rule("html_block", _html_token)
     md.add_render_rule("html_inline", _html_token)
     md.add_render_rule("fence", _fence)
+    for cell in ("th_open", "th_close", "td_open", "td_close"):
+        md.add_render_rule(cell, _cell)
+    md.add_render_rule("text", _breakable)
     return md
 
 
@@ -179,7 +200,8 @@ def html_report(
             csp=CSP,
             comment=comment_html(markdown),
             charts=specs,
-            data=script_json({"charts": specs}),
+            caption=chart_caption(specs),
+            data=script_json({"charts": specs, "styles": chart_styles()}),
             chartjs=chartjs,
             chartjs_version=CHARTJS_VERSION,
             script=script,

@@ -13,7 +13,12 @@ Each spec is plain data, never code: the page's script turns it into a Chart.js 
   ``regime`` (the regime medians, a step line changing at the first run of each regime),
   ``old`` / ``proposed`` / ``rule`` (a horizontal line across the chart: the limit; a
   reference gate with a band: one line per finite band edge, ``edge`` ``low`` / ``high``),
-  ``window`` (a vertical line at the window's first run).
+  ``current`` instead of ``old`` and ``proposed`` when they are equal (the gate's value, as
+  in an audit), ``window`` (a vertical line at the window's first run).
+
+How each role is drawn is :data:`STYLES`: the page's script reads them from the same JSON
+(``chart_styles``), and the caption above the charts is written from them
+(:func:`chart_caption`), so the words cannot drift from the drawing.
 
 Non-finite values are left out (JSON has no NaN).
 """
@@ -22,17 +27,53 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Literal, NotRequired, TypedDict
 
 from bot.core.formatting import significant
 from bot.core.models import BandEdges, ChartPoint, GateChart, GateReview, Review
+from bot.core.render.charts import COLOURS
 
-Role = Literal["metric", "regime", "old", "proposed", "rule", "window"]
+Role = Literal["metric", "regime", "old", "proposed", "current", "rule", "window"]
 Edge = Literal["low", "high"] | None
 MARGIN = 0.05  # of the y range, above and below
 DAY_MS = 86_400_000  # the x range of a chart with a single date: a day either side
-_NAMES = {"old": "old", "proposed": "proposed", "rule": "rule says"}
+_NAMES = {"old": "old", "proposed": "proposed", "current": "current", "rule": "rule says"}
+PALETTE = COLOURS | {"violet": "#7c3aed"}  # the PR comment's chart colours, and the window's
+DOTTED = 3  # dashes this long or shorter read as dots
+
+
+@dataclass(frozen=True)
+class Style:
+    """How the lines of one role are drawn, and what the caption says they show."""
+
+    colour: str  # a name of PALETTE
+    width: float  # of the line, in pixels
+    meaning: str
+    dash: tuple[int, ...] = ()  # Chart.js borderDash: dash and gap lengths; () solid
+    radius: float = 0  # of each point; 0: no points
+    stepped: bool = False  # each value held until the next point
+    order: int = 0  # Chart.js: the lower is drawn on top (the rule's dashes over a limit)
+
+    def look(self) -> str:
+        """The style in words: ``blue points``, ``dashed red line``, ``solid orange steps``."""
+        if self.radius:
+            return f"{self.colour} points"
+        dotted = bool(self.dash) and max(self.dash) <= DOTTED
+        pattern = "dotted" if dotted else "dashed" if self.dash else "solid"
+        return f"{pattern} {self.colour} {'steps' if self.stepped else 'line'}"
+
+
+STYLES: dict[Role, Style] = {
+    "metric": Style("blue", 1.5, "each run's value", radius=2.5),
+    "regime": Style("orange", 2, "the regime medians", stepped=True, order=1),
+    "rule": Style("grey", 2, "what the rule says", dash=(4, 4), order=2),
+    "proposed": Style("green", 2, "the proposed value", order=3),
+    "current": Style("green", 2, "the current value (unchanged)", order=3),
+    "old": Style("red", 1.5, "the old value", dash=(8, 4), order=4),
+    "window": Style("violet", 1, "where the rule's window starts", dash=(3, 3), order=5),
+}
 
 
 class Point(TypedDict):
@@ -115,19 +156,20 @@ def _heights(points: Sequence[Point]) -> list[float]:
     return [p["y"] for p in points if p["y"] is not None]
 
 
-def _dataset(
-    role: Role, label: str, points: list[Point], *, edge: Edge = None, stepped: bool = False
-) -> Dataset:
-    return Dataset(role=role, label=label, edge=edge, stepped=stepped, points=points)
+def _dataset(role: Role, label: str, points: list[Point], *, edge: Edge = None) -> Dataset:
+    return Dataset(role=role, label=label, edge=edge, stepped=STYLES[role].stepped, points=points)
 
 
 def _levels(chart: GateChart) -> Iterable[tuple[Role, float, Edge]]:
-    """The horizontal lines of ``chart``: (role, height, band edge)."""
+    """The horizontal lines of ``chart``: (role, height, band edge); one ``current`` line
+    (or band) where the old and the proposed value are the same."""
     values: tuple[tuple[Role, float | None, BandEdges | None], ...] = (
         ("old", chart.old, chart.old_band),
         ("proposed", chart.proposed, chart.proposed_band),
         ("rule", chart.rule, chart.rule_band),
     )
+    if chart.old == chart.proposed and chart.old_band == chart.proposed_band:
+        values = (("current", chart.proposed, chart.proposed_band), values[2])
     for role, value, band in values:
         if band is not None:
             for edge, height in zip(("low", "high"), band, strict=True):
@@ -166,7 +208,7 @@ def _gate_spec(g: GateReview, chart: GateChart, key: str) -> ChartSpec:
     y = _y_range([*(p.value for p in points), *_heights(medians), *(h for _, h, _ in levels)])
     datasets = [metric]
     if medians:
-        datasets.append(_dataset("regime", "regime median", medians, stepped=True))
+        datasets.append(_dataset("regime", "regime median", medians))
     for role, height, edge in levels:
         side = f" band {edge}" if edge else ""
         label = f"{_NAMES[role]}{side} {significant(height, 6)}"
@@ -187,7 +229,7 @@ def _metric_spec(metric: str, points: Sequence[ChartPoint], key: str) -> ChartSp
     medians = _medians(shown)
     datasets = [_dataset("metric", metric, _run_points(shown))]
     if medians:
-        datasets.append(_dataset("regime", "regime median", medians, stepped=True))
+        datasets.append(_dataset("regime", "regime median", medians))
     return ChartSpec(
         key=key,
         kind="metric",
@@ -219,3 +261,30 @@ def chart_specs(review: Review) -> list[ChartSpec]:
         if _finite(chart.points):
             specs.append(_metric_spec(chart.metric, chart.points, _unique(chart.metric, taken)))
     return specs
+
+
+def chart_styles() -> dict[str, dict[str, object]]:
+    """:data:`STYLES` as the page's script draws them: Chart.js colour, width, dash, point
+    radius and order per role."""
+    return {
+        role: {
+            "color": PALETTE[s.colour],
+            "width": s.width,
+            "dash": list(s.dash),
+            "radius": s.radius,
+            "order": s.order,
+        }
+        for role, s in STYLES.items()
+    }
+
+
+def chart_caption(specs: Sequence[ChartSpec]) -> str:
+    """What the lines of ``specs`` are, in the words of :data:`STYLES`, for the roles the
+    charts draw: ``Blue points: each run's value; dashed red line: the old value; …``."""
+    drawn = {d["role"] for spec in specs for d in spec["datasets"]}
+    meanings: dict[str, list[str]] = {}  # roles drawn alike share an entry
+    for role, style in STYLES.items():
+        if role in drawn:
+            meanings.setdefault(style.look(), []).append(style.meaning)
+    text = "; ".join(f"{look}: {', or '.join(words)}" for look, words in meanings.items())
+    return f"{text[:1].upper()}{text[1:]}." if text else ""

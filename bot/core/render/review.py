@@ -25,20 +25,33 @@ from bot.core.models import GateReview, Review
 from bot.core.render.charts import ChartView, chart_view
 from bot.core.render.conditions import tolerance_too_tight
 from bot.core.render.gates import hints, judged, placeholder_rows
-from bot.core.render.markdown import Markdown, code, escape, join, link, safe_url, truncate
+from bot.core.render.markdown import (
+    Markdown,
+    code,
+    escape,
+    fenced,
+    join,
+    link,
+    safe_url,
+    truncate,
+)
+from bot.core.render.shell import Argv, one_line
 from bot.core.render.sources import source_lines
 from bot.core.render.view import (
     TREND_KEY,
     check_title,
+    checked_phrase,
     gate_row,
     headline,
     history_phrase,
+    is_audit,
     rebaseline_command,
     regime_metrics,
     regime_notes,
     regime_rows,
     rule_groups,
     rule_values,
+    unverified,
     window_groups,
 )
 
@@ -141,22 +154,69 @@ def rebaseline_options(
     return " ".join(f"{flag} {shlex.quote(value)}" for flag, value in pairs if value is not None)
 
 
-def cli_rebaseline_commands(values: Sequence[tuple[GateReview, str]], options: str) -> list[str]:
-    """The ``threshold-bot rebaseline`` commands that write ``values`` (:func:`rule_values`):
-    one per file, the gates by name, ``options`` (the review's history and rule options,
-    shell-quoted) after ``--file``, and ``--tolerance`` when a reference's is too tight."""
+def cli_rebaseline_commands(values: Sequence[tuple[GateReview, str]], options: str) -> list[Argv]:
+    """The ``threshold-bot rebaseline`` commands that write ``values`` (:func:`rule_values`),
+    as arguments: one per file, ``options`` (the review's history and rule options,
+    shell-quoted) after ``--file``, then always the gates by name (without names the command
+    would rewrite every gate the rule would change), and ``--tolerance`` when a reference's
+    is too tight."""
     by_file: dict[str, list[GateReview]] = {}
     for g, _ in values:
         by_file.setdefault(g.file, []).append(g)
     commands = []
     for file, gates in by_file.items():
-        words = ["threshold-bot rebaseline --file", shlex.quote(file)]
-        words += [options] if options else []
-        words += [shlex.quote(name) for name in dict.fromkeys(g.name for g in gates)]
+        words = ["threshold-bot", "rebaseline", "--file", file, *shlex.split(options)]
+        words += dict.fromkeys(g.name for g in gates)
         if any(tolerance_too_tight(g) for g in gates):
             words.append("--tolerance")
-        commands.append(" ".join(words))
+        commands.append(tuple(words))
     return commands
+
+
+def _listed(items: Sequence[Markdown]) -> Markdown:
+    """``a``, ``a and b``, ``a, b and c``."""
+    if len(items) < 2:
+        return join(items)
+    return Markdown(f"{join(items[:-1])} and {items[-1]}")
+
+
+def cli_rebaseline_words(
+    values: Sequence[tuple[GateReview, str]],
+    every: Sequence[tuple[GateReview, str]],
+    lead: str = "Or run",
+) -> Markdown:
+    """What the :func:`cli_rebaseline_commands` of ``values`` do, to introduce them: which
+    gates they rewrite (those and no other), and — when ``every`` (the rule's values of every
+    gate) holds more — which other gates a run without gate names would rewrite too."""
+    names = list(dict.fromkeys(g.name for g, _ in values))
+    files = {g.file for g, _ in values}
+    them = "this command" if len(files) == 1 else "these commands"
+    of = "value" if len(names) == 1 else "values"
+    text = (
+        f"{lead} {them} to write the rule's {of} of {_listed([code(n) for n in names])} in"
+        f" place, and no other gate's, with a provenance comment ({code('--dry-run')} prints"
+        " the diff and writes nothing)"
+    )
+    others = [n for n in dict.fromkeys(g.name for g, _ in every) if n not in names]
+    if others:
+        text += (
+            f"; without gate names it would also rewrite {_listed([code(n) for n in others])},"
+            " which need no change"
+        )
+    if any(tolerance_too_tight(g) for g, _ in values):
+        text += (
+            f"; {code('--tolerance')} also widens a tolerance the runs do not fit, where the"
+            " file writes it"
+        )
+    return Markdown(f"{text}:")
+
+
+def command_block(commands: Sequence[Argv], indent: int = 2) -> Markdown:
+    """``commands`` as a fenced ``sh`` block, one line each (GitHub gives it a copy button;
+    the text inside is shown as written, never wrapped into several commands), indented
+    by ``indent`` to sit in a list item."""
+    block = fenced("\n".join(one_line(c) for c in commands), "sh")
+    return Markdown("\n".join(" " * indent + line for line in block.splitlines()))
 
 
 def _context(
@@ -170,11 +230,13 @@ def _context(
     gates = judged(review)
     fixes = rule_values(review, flagged_only=True)
     every = rule_values(review, flagged_only=False)
+    audit = is_audit(review)
     return {
         "marker": Markdown(MARKER),
         "review": review,
         "headline": headline(review, approved),
-        "rows": [gate_row(g) for g in gates],
+        "rows": [gate_row(g, audit) for g in gates],
+        "audit": audit,
         "fold_gates": len(gates) > FOLD_GATES,
         "placeholders": placeholder_rows(review),
         "hints": hints(review),
@@ -186,6 +248,7 @@ def _context(
         "fold_regimes": len(review.regimes) > FOLD_REGIMES,
         "regimes_since": day_month_year(review.regimes[0].start) if review.regimes else "",
         "windows": window_groups(review),
+        "checked": checked_phrase(review),
         "history": history_phrase(review),
         "sources": source_lines(review),
         "rules": rule_groups(review),
@@ -193,8 +256,9 @@ def _context(
         "fix_command": rebaseline_command(fixes, named=True),
         "rule_values": every,
         "every_command": rebaseline_command(every, named=False),
-        "cli_commands": cli_rebaseline_commands(fixes, cli_options),
-        "unverified": [] if review.error else [g for g in gates if g.verdict == "no_data"],
+        "cli_words": cli_rebaseline_words(fixes, every),
+        "cli_block": command_block(cli_rebaseline_commands(fixes, cli_options)),
+        "unverified": unverified(review),
         "new_sources": [g for g in gates if g.proposed_source],
         "approved": approved,
         "app_mode": app_mode,
@@ -285,9 +349,12 @@ _NOT_IN_JSON = {"gates": {"__all__": {"tolerance": _SPANS, "recomputed_tolerance
 
 
 def render_json(review: Review) -> str:
-    """The JSON review (docs/json-review.md): the stable fields, plus explanatory extras.
+    """The JSON review (docs/json-review.md): the stable fields, plus explanatory extras,
+    and ``audit`` (:func:`is_audit`: nothing is proposed, ``old`` and ``proposed`` are both
+    the current value).
 
     A tolerance is ``{"rel": …, "abs": …}``: where its literals are written in the file
     (``rel_span``, ``abs_span``) is left out, as the file's offsets are no contract."""
     data = review.model_dump(mode="json", exclude=_NOT_IN_JSON)
+    data["audit"] = is_audit(review)
     return json.dumps(data, indent=2, ensure_ascii=False, allow_nan=False) + "\n"

@@ -23,23 +23,28 @@ from bot.core.models import GateReview, Review
 from bot.core.render.gates import judged, label_plain, metric_plain, placeholder_rows
 from bot.core.render.sources import source_lines
 from bot.core.render.sparkline import sparkline
-from bot.core.render.terminal_parts import heading, indent, item, text
+from bot.core.render.terminal_parts import Command, heading, indent, item, text
 from bot.core.render.terminal_regimes import MOVED, RegimeTable
 from bot.core.render.terminal_text import actions, for_cli, plain, unmark, verdict_words
 from bot.core.render.view import (
     TREND_KEY,
+    checked_phrase,
     gate_row,
     headline,
     history_phrase,
+    is_audit,
     regime_notes,
     rule_groups,
     window_groups,
 )
 
-__all__ = ["plain", "review_table"]
+__all__ = ["plain", "regime_section", "review_table"]
 
 # glyphs of a gate's sparkline: with its label column and the run count, a row of 80 columns
 SPARK_WIDTH = 32
+# a gate's value and its failures: as the PR changes it, or (an audit) as the file has it
+LABELS = ("old → proposed", "old value fails", "proposed fails")
+AUDIT_LABELS = ("value", "fails recent runs", "fails in window")
 
 
 def _verdict_style(g: GateReview) -> str:
@@ -57,23 +62,25 @@ def _history(g: GateReview) -> tuple[tuple[str, str, str], ...]:
     return (("history", f"{line} ({plural(len(values), 'run')}, oldest first)", "cyan"),)
 
 
-def _gate_block(g: GateReview) -> Group:
-    """One gate: its name, its cells as labelled lines, its explanation and warnings."""
-    row = gate_row(g)
+def _gate_block(g: GateReview, audit: bool) -> Group:
+    """One gate: its name, its cells as labelled lines, its explanation and warnings; in an
+    audit (``is_audit``), its one value and how that fares, never a proposed one."""
+    row = gate_row(g, audit)
     cells = Table.grid(padding=(0, 2))
     cells.add_column(no_wrap=True, style="dim")
     cells.add_column(overflow="fold")
     where = f"{g.file} line {g.line}" + (
         f"; worst at step {g.worst_step}" if g.worst_step is not None else ""
     )
+    labels = AUDIT_LABELS if audit else LABELS
     for label, value, style in (
-        ("verdict", verdict_words(g), _verdict_style(g)),
+        ("verdict", verdict_words(g, audit), _verdict_style(g)),
         ("metric", metric_plain(g), ""),
-        ("old → proposed", unmark(row.change), ""),
+        (labels[0], unmark(row.change), ""),
         ("rule says", row.rule, ""),
         ("window min – max", row.window, ""),
-        ("old value fails", unmark(row.old_fails), ""),
-        ("proposed fails", unmark(row.new_fails), ""),
+        (labels[1], unmark(row.old_fails), ""),
+        (labels[2], unmark(row.new_fails), ""),
         ("written at", where, ""),
         *_history(g),
     ):
@@ -121,7 +128,9 @@ def _warnings(review: Review) -> Iterator[RenderableType]:
         yield item(warning, "warning:", "yellow")
 
 
-def _regimes(review: Review) -> Iterator[RenderableType]:
+def regime_section(review: Review) -> Iterator[RenderableType]:
+    """The regime table under its heading, with its key and the trend notes (none without
+    regimes)."""
     if review.regimes:
         table = RegimeTable(review)
         notes = regime_notes(review, table.columns)
@@ -151,10 +160,7 @@ def _method(review: Review) -> Iterator[RenderableType]:
     windows = window_groups(review)
     for phrase, names in windows:
         of = f" of {', '.join(names)}" if len(windows) > 1 else ""
-        yield item(
-            f"Window{of}: {phrase}. Proposed values are checked against the window, old"
-            f" values against the last {review.rule.failure_lookback} runs."
-        )
+        yield item(f"Window{of}: {phrase}. {checked_phrase(review)}.")
     for file, phrase in source_lines(review):
         yield item(f"Source of {file}: {unmark(phrase)}.")
     if review.history.total or review.source:
@@ -163,10 +169,12 @@ def _method(review: Review) -> Iterator[RenderableType]:
 
 
 def _actions(review: Review, cli_options: str) -> Iterator[RenderableType]:
-    items = actions(review, cli_options)
-    if items:
+    steps = actions(review, cli_options)
+    if steps:
         yield heading("What to do")
-    yield from (item(words) for words in items)
+    for step in steps:
+        yield item(step.words)
+        yield from (Command(argv) for argv in step.commands)
 
 
 def review_table(review: Review, *, cli_options: str = "--history FILE") -> Group:
@@ -180,13 +188,14 @@ def review_table(review: Review, *, cli_options: str = "--history FILE") -> Grou
     gates = judged(review)
     if gates:
         parts.append(heading("Gates"))
+    audit = is_audit(review)
     for i, g in enumerate(gates):
-        parts += [Text(""), _gate_block(g)] if i else [_gate_block(g)]
+        parts += [Text(""), _gate_block(g, audit)] if i else [_gate_block(g, audit)]
     sections: Iterable[RenderableType] = (
         *_placeholders(review),
         *_unbound(review),
         *_warnings(review),
-        *_regimes(review),
+        *regime_section(review),
         *_method(review),
         *_actions(review, cli_options),
     )

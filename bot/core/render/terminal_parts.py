@@ -1,5 +1,5 @@
 """The building blocks of the terminal review: plain text that wraps (never cut), list
-items with a hanging indent, indented blocks and section headings.
+items with a hanging indent, indented blocks, section headings and shell commands to copy.
 
 Every piece of outside text goes through ``plain`` (no terminal control reaches the
 screen) and into a ``rich.text.Text`` (no Rich markup is interpreted).
@@ -7,11 +7,15 @@ screen) and into a ``rich.text.Text`` (no Rich markup is interpreted).
 
 from __future__ import annotations
 
-from rich.console import RenderableType
+from collections.abc import Sequence
+
+from rich.console import Console, ConsoleOptions, RenderableType, RenderResult
 from rich.padding import Padding
+from rich.segment import Segment
 from rich.table import Table
 from rich.text import Text
 
+from bot.core.render.shell import continued
 from bot.core.render.terminal_text import plain
 
 
@@ -37,3 +41,19 @@ def indent(renderable: RenderableType, columns: int = 2) -> Padding:
 def heading(title: str) -> Text:
     """A section heading, after a blank line."""
     return Text(f"\n{title}", style="bold underline")
+
+
+class Command:
+    """A shell command to copy, on lines of its own at the width it is printed at
+    (``shell.continued``: each line but the last ends with a backslash), indented by
+    ``indent``; pasted, it runs as one command.  Its lines are never padded: a space after
+    the backslash would end the continuation."""
+
+    def __init__(self, argv: Sequence[str], indent: int = 4) -> None:
+        self.argv = tuple(plain(word) for word in argv)
+        self.indent = indent
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        for line in continued(self.argv, options.max_width, self.indent):
+            yield Segment(line)
+            yield Segment.line()

@@ -8,13 +8,14 @@ Pure text over ``Review``; the layout is ``bot.core.render.terminal``.
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 
 from bot.core.analysis.verdicts import needs_action
 from bot.core.models import GateReview, Review
-from bot.core.render.conditions import tolerance_too_tight
-from bot.core.render.gates import judged
-from bot.core.render.review import cli_rebaseline_commands, cli_wording
-from bot.core.render.view import VERDICT_WORDS, attention_words, rule_values
+from bot.core.render.review import cli_rebaseline_commands, cli_rebaseline_words, cli_wording
+from bot.core.render.shell import Argv
+from bot.core.render.view import attention_words, is_audit, rule_values, unverified
+from bot.core.render.view import verdict_words as view_verdict_words
 
 # ESC or C1 introducers: OSC/DCS/SOS/PM/APC strings up to BEL or ST (or the end), CSI
 # sequences, other two-character escapes; then every other C0/C1 control character except
@@ -69,58 +70,79 @@ def _plain_sources(g: GateReview) -> GateReview:
     return g.model_copy(update={"source": plain(g.source), "declared_source": declared})
 
 
-def verdict_words(g: GateReview) -> str:
-    """The verdict cell of the comment without its icon: ``too tight``, ``cannot be verified``."""
+def verdict_words(g: GateReview, audit: bool = False) -> str:
+    """The verdict cell of the comment without its icon: ``too tight``, ``cannot be verified``
+    (``audit``: ``is_audit``, the gates as they are: ``passing``, ``failing``)."""
     if g.proposed_source or (g.verdict == "no_data" and needs_action(g)):
-        return attention_words(g)
-    return VERDICT_WORDS[g.verdict]
+        return attention_words(g, audit)
+    return view_verdict_words(g, audit)
 
 
-def actions(review: Review, cli_options: str) -> list[str]:
-    """What a command-line user does next, one item each: edit ``NAME = value`` at
-    ``file:line``, or run ``threshold-bot rebaseline --file F`` with ``cli_options`` (the
-    review's history and rule options, shell-quoted) to write the rule's values."""
-    gates = judged(review)
-    fixes = rule_values(review, flagged_only=True)
-    every = rule_values(review, flagged_only=False)
-    unverified = [] if review.error else [g for g in gates if g.verdict == "no_data"]
-    items: list[str] = []
-    if review.error:
+@dataclass(frozen=True)
+class Action:
+    """One item of what to do: its words, and the commands it shows for copying."""
+
+    words: str
+    commands: tuple[Argv, ...] = ()
+
+
+def _no_data_items(missing: dict[str, list[GateReview]]) -> list[str]:
+    """What to do for the gates without data (:func:`unverified`), by why they have none."""
+    items = []
+    if gates := missing.get("empty_history"):
         items.append(
-            "Nothing was checked: the run history could not be read."
-            " Run the review again once it can be."
+            f"Nothing to check {', '.join(g.name for g in gates)} against: the history is"
+            " empty. Fix the history source, or review again once runs are recorded."
         )
-    if unverified:
+    if gates := missing.get("no_finished_runs"):
+        items.append(
+            f"Nothing to check {', '.join(g.name for g in gates)} against: the history has no"
+            " finished run, and only finished runs are judged. Review again once one has"
+            " finished."
+        )
+    if gates := missing.get("not_numbers"):
+        named = "; ".join(f"{g.name} reads {g.metric}" for g in gates)
+        items.append(
+            f"Record numbers for the metric of each gate whose values are not numbers: {named}."
+            " Fix what writes the history: a number per run, or no value at all rather than"
+            " text."
+        )
+    if gates := missing.get("metric"):
         named = "; ".join(
             f"{g.name} reads {g.metric}"
             + (f" (the history has {', '.join(g.closest_keys)})" if g.closest_keys else "")
-            for g in unverified
+            for g in gates
         )
         items.append(
             f"Check the metric of each gate without data: {named}. Fix the metric name or"
             " the history source; a metric only new runs log is checked once they do."
         )
+    return items
+
+
+def actions(review: Review, cli_options: str) -> list[Action]:
+    """What a command-line user does next, one item each: edit ``NAME = value`` at
+    ``file:line``, or run ``threshold-bot rebaseline --file F`` with ``cli_options`` (the
+    review's history and rule options, shell-quoted) to write the rule's values of exactly
+    the gates that need it."""
+    fixes = rule_values(review, flagged_only=True)
+    every = rule_values(review, flagged_only=False)
+    missing = unverified(review)
+    items: list[str | Action] = []
+    if review.error:
+        items.append(
+            "Nothing was checked: the run history could not be read."
+            " Run the review again once it can be."
+        )
+    items += _no_data_items(missing)
     if fixes:
         edits = "\n".join(f"{g.name} = {value} at {g.file}:{g.line}" for g, value in fixes)
         items.append(f"To follow the rule, edit\n{edits}")
-        them = "it" if len(fixes) == 1 else "them"
-        every_note = (
-            "; without gate names it writes every value the rule would change"
-            if len(every) > len(fixes)
-            else ""
-        )
-        widen = (
-            "; --tolerance also widens a tolerance the runs do not fit, where the file writes it"
-            if any(tolerance_too_tight(g) for g, _ in fixes)
-            else ""
-        )
-        commands = "\n".join(cli_rebaseline_commands(fixes, cli_options))
+        commands = cli_rebaseline_commands(fixes, cli_options)
+        items.append(Action(unmark(cli_rebaseline_words(fixes, every)), tuple(commands)))
+        values = "current" if is_audit(review) else "proposed"
         items.append(
-            f"Or write {them} in place with a provenance comment (--dry-run prints the diff"
-            f" and writes nothing){every_note}{widen}:\n{commands}"
-        )
-        items.append(
-            "Or keep the proposed values; --window regime or --window since:YYYY-MM-DD"
+            f"Or keep the {values} values; --window regime or --window since:YYYY-MM-DD"
             " checks them against another window."
         )
     elif review.conclusion == "success":
@@ -131,6 +153,12 @@ def actions(review: Review, cli_options: str) -> list[str]:
             " .github/threshold-bot.yml (the config lines above), or mark a placeholder"
             " # threshold-bot: ignore."
         )
-    elif not review.error and not unverified:
+    elif not review.error and not missing:
         items.append("Fix what the notes above name.")
-    return [plain(item) for item in items]
+    return [_plain_action(i if isinstance(i, Action) else Action(i)) for i in items]
+
+
+def _plain_action(action: Action) -> Action:
+    """``action`` safe to print: its words and each command's arguments ``plain``."""
+    commands = tuple(tuple(plain(word) for word in command) for command in action.commands)
+    return Action(plain(action.words), commands)

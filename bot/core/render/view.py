@@ -38,6 +38,8 @@ MOVED_METRICS = 2  # ungated metrics that moved most, shown in the regime table
 MAX_EXTRA_METRICS = 4  # ungated metric columns at most
 MAX_PULLS = 5  # PRs named per regime change (the most likely: attribution ranks them)
 MAX_TREND_NOTES = 6  # drifting or wandering metrics noted under the regime table
+# a regime change whose runs on either side have one commit: a range would compare it with itself
+NO_CODE_CHANGE = "no code change between these runs"
 WANDERS = "wanders"  # the regime table's cell of a metric with no stable level
 TREND_KEY = "a → b: a drifting metric's trend line over the stretch"  # explains the cells
 
@@ -49,15 +51,30 @@ VERDICT_WORDS = {
     "unchanged_failing": "failing, unchanged",
     "no_data": "no data",
 }
+# an audit proposes nothing: every gate is as it is, so the words say how it fares
+AUDIT_WORDS = VERDICT_WORDS | {"unchanged": "passing", "unchanged_failing": "failing"}
 UNVERIFIED = "cannot be verified"  # a changed gate without data
 NEW_SOURCE = "reads a new source"  # the PR changes the gate's history source: approve it
 
 
-def attention_words(g: GateReview) -> str:
+def is_audit(review: Review) -> bool:
+    """Whether ``review`` proposes nothing: no judged gate is changed (``review`` without
+    ``--base``, or a change that touches no gate).  Its gates then have one value, the
+    current one, and the review never speaks of a proposed value."""
+    return not any(g.changed for g in judged(review))
+
+
+def verdict_words(g: GateReview, audit: bool = False) -> str:
+    """A gate's verdict in words (``too tight``); in an audit, ``passing`` / ``failing``
+    for the gates as they are."""
+    return (AUDIT_WORDS if audit else VERDICT_WORDS)[g.verdict]
+
+
+def attention_words(g: GateReview, audit: bool = False) -> str:
     """What the headline and the verdict cell say of a gate that needs attention."""
     if g.proposed_source:
         return NEW_SOURCE
-    return UNVERIFIED if g.verdict == "no_data" else VERDICT_WORDS[g.verdict]
+    return UNVERIFIED if g.verdict == "no_data" else verdict_words(g, audit)
 
 
 VERDICT_ICONS = {
@@ -118,8 +135,8 @@ def _fails(failed: int, total: int) -> Markdown:
     return Markdown(f"**{failed}**/{total}" if failed else f"0/{total}")
 
 
-def gate_row(g: GateReview) -> GateRow:
-    """The cells of ``g``'s row in the gates table."""
+def gate_row(g: GateReview, audit: bool = False) -> GateRow:
+    """The cells of ``g``'s row in the gates table (``audit``: :func:`is_audit`)."""
     old, new = value_text(g.old_literal, g.old, g.decimals), proposed_text(g)
     if not g.changed:
         change = Markdown(old)
@@ -141,9 +158,9 @@ def gate_row(g: GateReview) -> GateRow:
         window=spread,
         old_fails=_fails(g.old_failures.failed, g.old_failures.total),
         new_fails=_fails(g.proposed_failures.failed, g.proposed_failures.total),
-        verdict=f"❌ {attention_words(g)}"
+        verdict=f"❌ {attention_words(g, audit)}"
         if g.proposed_source or (g.verdict == "no_data" and needs_action(g))
-        else f"{VERDICT_ICONS[g.verdict]} {VERDICT_WORDS[g.verdict]}",
+        else f"{VERDICT_ICONS[g.verdict]} {verdict_words(g, audit)}",
         explanation=_prose(g.explanation),
         notes=tuple(_prose(n) for n in g.notes),
         backtest_hint=_prose(g.backtest_hint),
@@ -165,6 +182,8 @@ def _started_by(change: Change, review: Review, repo_url: str | None) -> Markdow
         shown = [pull_link(n, review, repo_url) for n in change.pulls[:MAX_PULLS]]
         more = len(change.pulls) - len(shown)
         return Markdown(", ".join(shown) + (f" +{more} more" if more else ""))
+    if change.before_commit and change.before_commit == change.after_commit:
+        return Markdown(f"{NO_CODE_CHANGE} ({code(_short(change.before_commit))})")
     commits = f"{_short(change.before_commit)}…{_short(change.after_commit)}"
     if repo_url and change.before_commit and change.after_commit:
         url = f"{repo_url.rstrip('/')}/compare/{change.before_commit}...{change.after_commit}"
@@ -276,12 +295,34 @@ def regime_notes(review: Review, metrics: Sequence[str]) -> list[Markdown]:
     return notes
 
 
-def _attention(gates: Sequence[GateReview]) -> str:
-    """``EVAL_MIN too tight, TOKENS_MAX cannot be verified`` (counts beyond three gates)."""
+def _attention(gates: Sequence[GateReview], audit: bool) -> str:
+    """``EVAL_MIN too tight; TOKENS_MAX cannot be verified`` (counts beyond three gates):
+    a semicolon between gates, as a verdict's words may hold a comma (``failing, unchanged``)."""
     if len(gates) <= 3:
-        return ", ".join(f"{code(g.name)} {attention_words(g)}" for g in gates)
-    counts = Counter(attention_words(g) for g in gates)
-    return ", ".join(f"{n} {words}" for words, n in counts.items())
+        return "; ".join(f"{code(g.name)} {attention_words(g, audit)}" for g in gates)
+    counts = Counter(attention_words(g, audit) for g in gates)
+    return "; ".join(f"{n} {words}" for words, n in counts.items())
+
+
+NO_DATA_WORDS: dict[str | None, str] = {  # why gates have no data, in the headline
+    "empty_history": "the history is empty",
+    "no_finished_runs": "no finished run",
+    "not_numbers": "values not numbers",
+}
+
+
+def unverified(review: Review) -> dict[str, list[GateReview]]:
+    """The judged gates without data by what gives them data (none when the history could
+    not be read): ``empty_history``, ``no_finished_runs``, ``not_numbers`` (what writes the
+    history), else ``metric`` (check the metric's name)."""
+    found: dict[str, list[GateReview]] = {}
+    if review.error:
+        return found
+    for g in judged(review):
+        if g.verdict == "no_data":
+            reason = g.no_data_reason if g.no_data_reason in NO_DATA_WORDS else "metric"
+            found.setdefault(str(reason), []).append(g)
+    return found
 
 
 def _finding(review: Review) -> tuple[str, str, Markdown]:
@@ -292,7 +333,8 @@ def _finding(review: Review) -> tuple[str, str, Markdown]:
     reason = escape(review.error or "the run history could not be read", 300)
     if flagged:
         verb = "needs" if len(flagged) == 1 else "need"
-        text = f"{len(flagged)} of {total} {verb} attention ({_attention(flagged)})"
+        named = _attention(flagged, is_audit(review))
+        text = f"{len(flagged)} of {total} {verb} attention ({named})"
         if review.error:
             text += f"; the run history could not be read ({reason})"
         return "❌", "Action required", Markdown(text)
@@ -305,7 +347,9 @@ def _finding(review: Review) -> tuple[str, str, Markdown]:
     fits = f"{plural(fit, 'gate')} {'fits' if fit == 1 else 'fit'} the recent runs"
     if missing:
         names = join(code(g.name) for g in missing)
-        text = f"{len(missing)} of {total} cannot be verified ({names}: no data)"
+        reasons = {g.no_data_reason for g in missing}
+        why = NO_DATA_WORDS.get(reasons.pop(), "no data") if len(reasons) == 1 else "no data"
+        text = f"{len(missing)} of {total} cannot be verified ({names}: {why})"
         return "⚪", "Not verified", Markdown(text + (f"; {fits}" if fit else ""))
     return "✅", "No action needed", Markdown(fits)
 
@@ -351,6 +395,15 @@ def _window_phrase(info: WindowInfo, review: Review, drifting: bool) -> str:
         count = "" if exact and info.runs == spec.runs else f"{info.runs} runs, "
         what += f" ({count}{day_month_year(info.first)} – {day_month_year(info.last)})"
     return what
+
+
+def checked_phrase(review: Review) -> str:
+    """Which runs the values of the gates table are checked against (the method's window
+    line); in an audit (:func:`is_audit`), of the one value each gate has."""
+    lookback = f"the last {review.rule.failure_lookback} runs"
+    if is_audit(review):
+        return f"Each value is checked against the window, and against {lookback}"
+    return f"Proposed values are checked against the window, old values against {lookback}"
 
 
 def window_groups(review: Review) -> list[tuple[str, list[str]]]:

@@ -11,17 +11,9 @@
     return;
   }
   var spec = JSON.parse(source.textContent);
-  // the colours of the PR comment's charts (bot/core/render/charts.py COLOURS): blue the
-  // metric, red the old value, green the proposed one, grey the rule's, orange the medians
-  // order: the lower is drawn on top (the rule's dashes over an equal proposed value)
-  var STYLE = {
-    metric: { color: "#2563eb", width: 1.5, dash: [], radius: 2.5, order: 0 },
-    regime: { color: "#ea580c", width: 2, dash: [], radius: 0, order: 1 },
-    rule: { color: "#6b7280", width: 2, dash: [4, 4], radius: 0, order: 2 },
-    proposed: { color: "#16a34a", width: 2, dash: [], radius: 0, order: 3 },
-    old: { color: "#dc2626", width: 1.5, dash: [8, 4], radius: 0, order: 4 },
-    window: { color: "#7c3aed", width: 1, dash: [3, 3], radius: 0, order: 5 }
-  };
+  // how each role is drawn: spec.styles, from bot/core/render/report_charts.py STYLES, the
+  // constants the page's caption is written from (order: the lower is drawn on top)
+  var STYLE = spec.styles;
 
   function day(ms) {
     return new Date(ms).toISOString().slice(0, 10);
