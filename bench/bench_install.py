@@ -1,6 +1,6 @@
 """The Action's install step, as ``action.yml`` runs it: ``pip install`` of the action's
-checkout with the constraints, into a new virtualenv, with a warm pip cache (what
-``actions/setup-python``'s ``cache: pip`` restores); seconds and the megabytes installed.
+checkout with its constraints (constraints-action.txt), into a new virtualenv, with a warm pip
+cache (what the action's ``actions/cache`` step restores); seconds and the megabytes installed.
 
 Plain (a history file's review) and with the ``wandb`` extra.  Targets: ≤ 15 s with a warm
 cache, ≤ 150 MB installed for the plain install.  Each case installs once into a throwaway
@@ -44,8 +44,9 @@ def install(venv: Path, source: Path, extras: str, cache: Path) -> tuple[float, 
     command = [
         *pip,
         "install",
+        "--no-compile",
         "--constraint",
-        str(source / "constraints.txt"),
+        str(source / "constraints-action.txt"),
         f"{source}{extras}",
     ]
     start = time.perf_counter()

@@ -127,8 +127,8 @@ def invoke(env: dict[str, str]) -> Result:
     return CliRunner().invoke(app, ["action"], env={**runner_env, **env})
 
 
-@pytest.fixture
-def world(tmp_path: Path) -> Iterator[World]:
+@pytest.fixture(name="world")  # also tests/test_action_yml.py's
+def world_fixture(tmp_path: Path) -> Iterator[World]:
     example = build_example()
     history = dump_jsonl(example.records)
     with FakeGitHub(app_id=ACTIONS_APP[0], app_slug=ACTIONS_APP[1]) as fake:
@@ -371,9 +371,9 @@ def test_action_yml_passes_every_input_through_env() -> None:
     assert '"$ACTION_PATH"' in install["run"]
     review = next(s for s in steps if "threshold-bot" in s.get("run", ""))
     assert review["run"].strip() == "threshold-bot action"
-    # every input the command reads, under the name the step gives it
+    # every input the command reads, under the name the step gives it (the install's aside)
     env = review["env"]
-    for name in set(action["inputs"]) - {"github-token", "python-version"}:
+    for name in set(action["inputs"]) - {"github-token", "python-version", "extras"}:
         assert env[f"INPUT_{name.upper().replace('-', '_')}"] == f"${{{{ inputs.{name} }}}}"
     assert env["GITHUB_TOKEN"] == "${{ inputs.github-token }}"
     assert action["inputs"]["github-token"]["default"] == "${{ github.token }}"

@@ -197,6 +197,12 @@ class LocalHistories:
         return resolved.read_text(encoding="utf-8")
 
 
+def at_most_one(history: Path | None, wandb: str | None) -> None:
+    """``UsageProblem`` when both ``--history`` and ``--wandb`` are given."""
+    if history is not None and wandb is not None:
+        raise UsageProblem("give one of --history FILE and --wandb ENTITY/PROJECT, not both")
+
+
 def own_sources(gates: Sequence[Gate]) -> list[SourceSpec]:
     """The distinct sources ``gates`` name (their file's, the config's); ``UsageProblem``
     naming the gates that name none (then ``--history`` or ``--wandb`` is needed)."""
@@ -218,8 +224,7 @@ def read_runs(
     directory's checkout.  ``UsageProblem`` for bad input (a missing or malformed file, a
     missing credential, gates with no source or several); ``HistoryError`` when the source
     cannot be read now (an outage)."""
-    if history is not None and wandb is not None:
-        raise UsageProblem("give one of --history FILE and --wandb ENTITY/PROJECT, not both")
+    at_most_one(history, wandb)
     if history is not None:
         try:
             return read_history(history)

@@ -20,7 +20,7 @@ from pydantic import ValidationError
 from bot.adapters.github import DEFAULT_API_URL
 from bot.adapters.history.files import read_history
 from bot.cli.errors import UsageProblem, fail
-from bot.cli.histories import LocalHistories, own_sources
+from bot.cli.histories import LocalHistories, at_most_one, own_sources
 from bot.cli.options import (
     AllowanceOption,
     ConfigOption,
@@ -196,8 +196,7 @@ def review_history(
     Action reads them (``file`` sources from the current directory, the checkout's root).
     A source that cannot be read now (an outage) leaves its gates without data: a neutral
     review; a missing credential or a source that does not exist is bad input."""
-    if history is not None and wandb is not None:
-        raise UsageProblem("give one of --history FILE and --wandb ENTITY/PROJECT, not both")
+    at_most_one(history, wandb)
     if history is not None:
         return review_files(
             history, file, base, config=config, rule=rule, skip_bad_lines=skip_bad_lines
