@@ -25,8 +25,9 @@ extra = p['optional-dependencies']; \
 print('\n'.join(p['dependencies'] + extra['redis'] + extra['postgres'] + extra['mlflow']))" \
         > /tmp/requirements.txt \
     && pip install --no-cache-dir -c constraints.txt -r /tmp/requirements.txt setuptools wheel
-# Then the code; the wheel ships the comment templates inside the package.
+# Then the code, and the templates the wheel ships inside the package (bot.templates).
 COPY bot ./bot
+COPY templates ./templates
 RUN pip install --no-cache-dir --no-deps --no-build-isolation -c constraints.txt .
 
 RUN useradd --system --uid 10001 --user-group --home-dir /data --create-home threshold-bot

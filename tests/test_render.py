@@ -22,10 +22,10 @@ from bot.core.models import (
     UnboundVariable,
     WindowInfo,
 )
+from bot.core.render.loader import markdown_environment
 from bot.core.render.markdown import Markdown
 from bot.core.render.review import (
     MARKER,
-    environment,
     render_check,
     render_comment,
     render_json,
@@ -282,7 +282,7 @@ def test_json_has_the_contract_fields() -> None:
 
 
 def test_templates_escape_by_default() -> None:
-    env = environment()
+    env = markdown_environment()
     assert env.from_string("{{ x }}").render(x="<b>@a|") == "\\<b\\>@&#8203;a\\|"
     assert env.from_string("{{ x }}").render(x=Markdown("<b>ok</b>")) == "<b>ok</b>"
     assert env.from_string("{{ x }}").render(x=None) == "—"

@@ -1,10 +1,10 @@
 """Rendering of a Review: the PR comment, the check-run output and the JSON review.
 
-Pure functions over ``bot.core.models.Review``.  Layout lives in the Jinja templates under
-``templates/``, the values they print in ``bot.core.render.view``.  The Jinja environment
-escapes every ``{{ … }}`` output through ``bot.core.render.markdown.escape`` (its
-``finalize`` hook) unless the value is already ``Markdown``, so a template cannot forget
-to escape outside text.  Outputs are cut to GitHub's size limits.
+Pure functions over ``bot.core.models.Review``.  Layout lives in the Jinja templates of the
+top-level ``templates/`` folder, the values they print in ``bot.core.render.view``.  Their
+environment (``bot.core.render.loader``) escapes every ``{{ … }}`` output through
+``bot.core.render.markdown.escape`` unless the value is already ``Markdown``, so a template
+cannot forget to escape outside text.  Outputs are cut to GitHub's size limits.
 """
 
 from __future__ import annotations
@@ -12,11 +12,9 @@ from __future__ import annotations
 import json
 import shlex
 from collections.abc import Sequence
-from functools import cache
-from pathlib import Path, PurePath
+from pathlib import PurePath
 from typing import Literal
 
-from jinja2 import Environment, FileSystemLoader, StrictUndefined
 from pydantic import BaseModel, ConfigDict
 
 from bot.core.analysis.verdicts import needs_action
@@ -25,7 +23,8 @@ from bot.core.models import GateReview, Review
 from bot.core.render.charts import ChartView, chart_view
 from bot.core.render.conditions import tolerance_too_tight
 from bot.core.render.gates import hints, judged, placeholder_rows
-from bot.core.render.markdown import Markdown, code, escape, join, link, safe_url, truncate
+from bot.core.render.loader import markdown_environment
+from bot.core.render.markdown import Markdown, link, safe_url, truncate
 from bot.core.render.sources import source_lines
 from bot.core.render.view import (
     TREND_KEY,
@@ -43,7 +42,6 @@ from bot.core.render.view import (
 )
 
 MARKER = "<!-- threshold-bot:review -->"
-TEMPLATES = Path(__file__).resolve().parent / "templates"  # shipped as package data
 GITHUB_TEXT_LIMIT = 65_535  # check-run summary / text, and (minus one) an issue comment body
 TITLE_LIMIT = 100
 FOLD_GATES = 12  # more gates than this: the gates table is folded into <details>
@@ -65,32 +63,6 @@ class CheckOutput(BaseModel):
     title: str
     summary: str
     text: str
-
-
-# --------------------------------------------------------------------------- templates
-
-
-def _finalize(value: object) -> object:
-    """Every ``{{ … }}`` output: trusted Markdown as is, None as a dash, the rest escaped."""
-    if value is None:
-        return "—"
-    return escape(value)
-
-
-@cache
-def environment() -> Environment:
-    """The Jinja environment of the templates, escaping by default."""
-    env = Environment(
-        loader=FileSystemLoader(TEMPLATES),
-        autoescape=False,
-        finalize=_finalize,
-        undefined=StrictUndefined,
-        trim_blocks=True,
-        lstrip_blocks=True,
-        keep_trailing_newline=True,
-    )
-    env.filters.update(code=code, join_md=join)
-    return env
 
 
 def cli_wording(text: str) -> str:
@@ -220,7 +192,7 @@ def _charts(review: Review, level: ChartLevel) -> dict[str, object]:
 
 
 def _render(template: str, context: dict[str, object]) -> str:
-    text = environment().get_template(template).render(context)
+    text = markdown_environment().get_template(template).render(context)
     while "\n\n\n" in text:
         text = text.replace("\n\n\n", "\n\n")
     return text.strip() + "\n"
