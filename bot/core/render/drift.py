@@ -26,6 +26,7 @@ from bot.core.render.view import (
     MAX_PULLS,
     TREND_KEY,
     gate_rule,
+    prose,
     pull_link,
     regime_metrics,
     regime_notes,
@@ -283,7 +284,7 @@ def _problems(report: DriftReport) -> list[str]:
     if not problems:
         return []
     lines = ["#### Drift settings that fell back", "", f"Fix them in {code(CONFIG_PATH)}:", ""]
-    return lines + [f"- {escape(p)}" for p in problems]
+    return lines + [f"- {prose(p)}" for p in problems]
 
 
 def item_body(
