@@ -1,8 +1,10 @@
 """The drift watch's words: the issue or PR body, its titles, branch, marker and JSON (pure).
 
-One item per threshold file, found again by :func:`drift_marker` (its first line).  Outside
-text (file, gate and metric names, PR titles, the config's values) is escaped; the regime
-table and a gate's cells are the PR comment's (``bot.core.render.view``).  See docs/drift.md.
+One item per threshold file, found again by :func:`drift_marker` (its first line).  The
+body's layout and wording are ``templates/drift.md.j2``, the values it prints are made here.
+Outside text (file, gate and metric names, PR titles, the config's values) is escaped; the
+regime table and a gate's cells are the PR comment's (``bot.core.render.view``).  See
+docs/drift.md.
 """
 
 from __future__ import annotations
@@ -10,7 +12,8 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 from typing import Literal
 from urllib.parse import quote
 
@@ -20,17 +23,14 @@ from bot.core.formatting import day_month_year, plural
 from bot.core.models import Change, GateReview, Review
 from bot.core.render.conditions import rule_text
 from bot.core.render.gates import metric_cell, proposed_text, where
-from bot.core.render.markdown import Markdown, code, escape, join, link, truncate
-from bot.core.render.review import FOLD_REGIMES, GITHUB_TEXT_LIMIT, cli_rebaseline_commands
+from bot.core.render.loader import render_markdown
+from bot.core.render.markdown import Markdown, escape, link, truncate
+from bot.core.render.review import GITHUB_TEXT_LIMIT, cli_rebaseline_commands, regime_context
 from bot.core.render.view import (
     MAX_PULLS,
-    TREND_KEY,
     gate_rule,
     prose,
     pull_link,
-    regime_metrics,
-    regime_notes,
-    regime_rows,
     side_phrases,
     window_groups,
 )
@@ -122,6 +122,22 @@ def branch_name(file: str) -> str:
 # --------------------------------------------------------------------------- the body
 
 
+@dataclass(frozen=True)
+class GateWords:
+    """One watched gate, its words ready for ``templates/drift.md.j2``."""
+
+    name: str
+    metric: str
+    condition: Markdown  # what CI checks: ``metric ≥ 0.32``
+    where: Markdown
+    reason: str  # its drift status in one plain line (analysis.drift)
+    change: Markdown | None  # the regime change it is tied to, with its PRs
+    value: str | None  # the rule's new value; None: no run of its window has the metric
+    same: bool  # the rule's value is the one the file has
+    rule: Markdown  # how the rule computes it (the bot's words)
+    window: str  # the window it computes it over
+
+
 def _change_words(change: Change, review: Review, repo_url: str | None) -> Markdown:
     """``the regime change of 3 Jul 2026, started by #12 Title``."""
     text = f"the regime change of {day_month_year(change.at)}"
@@ -137,18 +153,18 @@ def _change_words(change: Change, review: Review, repo_url: str | None) -> Markd
     return Markdown(text)
 
 
-def _rule_phrase(g: GateReview, review: Review) -> str:
+def _rule_phrase(g: GateReview, review: Review) -> Markdown:
     """How the rule computes ``g``'s value: ``by minmax, 5% allowance: the window's minimum
     less 5% of its magnitude, rounded down`` (the gate's own model, ``gate_rule``)."""
     if g.kind == "reference":
-        return f"the window's {review.rule.reference}, at the literal's decimals"
+        return Markdown(f"the window's {review.rule.reference}, at the literal's decimals")
     rule = gate_rule(g, review)
     lower, upper = side_phrases(rule)
     if rule.model.name == "absolute":
-        return f"by {rule.describe_model()}: {lower if g.op in ('>=', '>') else upper}"
+        return Markdown(f"by {rule.describe_model()}: {lower if g.op in ('>=', '>') else upper}")
     if g.op in (">=", ">"):
-        return f"by {rule.describe_model()}: {lower}, rounded down"
-    return f"by {rule.describe_model()}: {upper}, rounded up"
+        return Markdown(f"by {rule.describe_model()}: {lower}, rounded down")
+    return Markdown(f"by {rule.describe_model()}: {upper}, rounded up")
 
 
 def _condition(g: GateReview) -> Markdown:
@@ -157,134 +173,21 @@ def _condition(g: GateReview) -> Markdown:
     return cell if g.kind == "reference" else Markdown(f"{cell} {escape(proposed_text(g))}")
 
 
-def _drifting(d: GateDrift, review: Review, windows: dict[str, str], url: str | None) -> str:
+def _words(d: GateDrift, review: Review, windows: dict[str, str], url: str | None) -> GateWords:
     g = d.gate
-    lines = [
-        f"#### {code(g.name)}: {_condition(g)}",
-        "",
-        f"- Where: {where(g)}.",
-        f"- {escape(d.reason[:1].upper() + d.reason[1:])}.",
-    ]
-    if d.change is not None:
-        lines.append(f"- Tied to {_change_words(d.change, review, url)}.")
-    if g.recomputed is None:
-        lines.append("- The rule gives no value: no run of its window has the metric.")
-    else:
-        value = rule_text(g)
-        same = (
-            " (the value it has: the window does not move it)" if value == proposed_text(g) else ""
-        )
-        window = windows.get(g.name, "")
-        lines.append(
-            f"- The rule's new value: **{escape(value)}**{same}, {_rule_phrase(g, review)},"
-            f" over {escape(window)}."
-        )
-    return "\n".join(lines)
-
-
-def _regimes(review: Review, repo_url: str | None) -> list[str]:
-    """The regime table of the PR comment (``partials/regimes.md.j2``)."""
-    if not review.regimes:
-        return []
-    metrics = regime_metrics(review)
-    head = "| Period | Runs |" + "".join(f" {code(m)} |" for m in metrics) + " Started by |"
-    rule = "|:--|--:|" + "--:|" * len(metrics) + ":--|"
-    rows = [
-        f"| {r.period} | {r.runs} |" + "".join(f" {m} |" for m in r.medians) + f" {r.started_by} |"
-        for r in regime_rows(review, metrics, repo_url)
-    ]
-    notes = [f"- {note}" for note in regime_notes(review, metrics)]
-    key = f"; {TREND_KEY}" if notes else ""
-    table = [
-        "Medians of each stretch of stable runs; **bold**: moved at the change that started"
-        f" it{key}.",
-        "",
-        head,
-        rule,
-        *rows,
-        *(["", *notes] if notes else []),
-    ]
-    if len(review.regimes) > FOLD_REGIMES:
-        since = day_month_year(review.regimes[0].start)
-        summary = f"<details><summary>{len(review.regimes)} regimes since {since}</summary>"
-        table = [summary, "", *table, "", "</details>"]
-    return ["#### Regimes", "", *table]
-
-
-def _headline(report: DriftReport) -> str:
-    file, drifting, flaky = code(report.file), report.drifting, report.flaky
-    judged = plural(len(report.gates), "gate")
-    if drifting:
-        verb = "keeps" if len(drifting) == 1 else "keep"
-        names = join(code(d.gate.name) for d in drifting)
-        return (
-            f"❌ **{len(drifting)} of {judged} in {file} {verb} failing** the newest runs on the"
-            f" default branch: {names}."
-        )
-    if flaky:
-        return f"⚠️ **No gate of {file} drifts**; {len(flaky)} of {judged} fail now and then."
-    return f"✅ **No gate of {file} drifts**: {judged} watched."
-
-
-def _instruction(
-    report: DriftReport, mode: Mode, repo_url: str | None, pull: int | None, cli: str | None
-) -> list[str]:
-    """The one-line "what to do", for the App's item or the command line."""
-    if not report.drifting:
-        return []
-    values = [(d.gate, rule_text(d.gate)) for d in report.drifting if d.gate.recomputed is not None]
-    if cli is not None:
-        commands = join((code(c) for c in cli_rebaseline_commands(values, cli)), " and ")
-        line = (
-            f"- Run {commands} to write the rule's values in place with a provenance comment"
-            " (`--dry-run` prints the diff and writes nothing)."
-        )
-    elif mode == "pull_request":
-        line = "- Merge this PR to apply them; its own review is the check below."
-    elif pull is not None:
-        url = f"{repo_url.rstrip('/')}/pull/{pull}" if repo_url else None
-        named = link(Markdown(f"#{pull}"), url)
-        line = f"- Pull request {named} applies these values: review and merge it."
-    else:
-        line = "- Comment `/rebaseline` on this issue to open a pull request with these values."
-    return ["#### What to do", "", line]
-
-
-def _flaky(report: DriftReport) -> list[str]:
-    if not report.flaky:
-        return []
-    lines = ["#### Flaky, not rebaselined", ""]
-    for d in report.flaky:
-        lines.append(
-            f"- {code(d.gate.name)} ({_condition(d.gate)}, {where(d.gate)}): {escape(d.reason)}."
-        )
-    return lines
-
-
-def _others(report: DriftReport) -> list[str]:
-    """Gates failing too few runs to drift (with their reason), then the rest by name."""
-    watched = [d for d in report.gates if d.status == "passing" and d.failed + d.streak]
-    passing = [d for d in report.gates if d.status == "passing" and not d.failed + d.streak]
-    missing = [d for d in report.gates if d.status == "no_data"]
-    lines = []
-    if watched:
-        lines += ["Failing, not (yet) drifting:", ""]
-        lines += [f"- {code(d.gate.name)}: {escape(d.reason)}." for d in watched]
-        lines.append("")
-    if passing:
-        lines.append(f"Passing ({len(passing)}): {join(code(d.gate.name) for d in passing)}.")
-    if missing:
-        named = join(Markdown(f"{code(d.gate.name)} ({code(d.gate.metric)})") for d in missing)
-        lines.append(f"No data ({len(missing)}): no finished run has the metric of {named}.")
-    return lines
-
-
-def _problems(report: DriftReport) -> list[str]:
-    problems = report.settings.problems
-    if not problems:
-        return []
-    lines = ["#### Drift settings that fell back", "", f"Fix them in {code(CONFIG_PATH)}:", ""]
-    return lines + [f"- {prose(p)}" for p in problems]
+    value = None if g.recomputed is None else rule_text(g)
+    return GateWords(
+        name=g.name,
+        metric=g.metric,
+        condition=_condition(g),
+        where=where(g),
+        reason=d.reason,
+        change=None if d.change is None else _change_words(d.change, review, url),
+        value=value,
+        same=value == proposed_text(g),
+        rule=_rule_phrase(g, review),
+        window=windows.get(g.name, ""),
+    )
 
 
 def item_body(
@@ -295,8 +198,9 @@ def item_body(
     pull: int | None = None,
     cli_options: str | None = None,
 ) -> str:
-    """The Markdown body of ``report``'s issue (``mode`` ``issue``) or rebaseline PR,
-    starting with :func:`drift_marker`; cut to GitHub's size limit with a note.
+    """The Markdown body of ``report``'s issue (``mode`` ``issue``) or rebaseline PR
+    (``templates/drift.md.j2``), starting with :func:`drift_marker`; cut to GitHub's size
+    limit with a note.
 
     Per drifting gate: what CI checks, failures and streak, since when and the change it is
     tied to with its PRs, the rule's new value and how it is computed; then the regime table,
@@ -307,24 +211,32 @@ def item_body(
     """
     review = report.review
     windows = {name: phrase for phrase, names in window_groups(review) for name in names}
-    blocks: list[str] = [f"{drift_marker(report.file)}\n{_headline(report)}"]
-    blocks += [_drifting(d, review, windows, repo_url) for d in report.drifting]
-    if report.drifting:
-        blocks.append("\n".join(_regimes(review, repo_url)))
-    blocks.append("\n".join(_instruction(report, mode, repo_url, pull, cli_options)))
-    blocks.append("\n".join(_flaky(report)))
-    blocks.append("\n".join(_others(report)))
-    blocks.append("\n".join(_problems(report)))
-    if cli_options is None:
-        s = report.settings
-        blocks.append(
-            f"<sub>Watched by threshold-bot on the default branch: min_failures {s.min_failures},"
-            f" window {escape(str(s.window))}. This {'issue' if mode == 'issue' else 'PR'} updates"
-            " itself as runs arrive and is closed when every gate passes again; settings:"
-            f" `drift:` in {code(CONFIG_PATH)}.</sub>"
-        )
-    text = "\n\n".join(b for b in blocks if b) + "\n"
-    return truncate(text, GITHUB_TEXT_LIMIT, _TRUNCATED)
+
+    def said(gates: Iterable[GateDrift]) -> list[GateWords]:
+        return [_words(d, review, windows, repo_url) for d in gates]
+
+    passing = [d for d in report.gates if d.status == "passing"]
+    values = [(d.gate, rule_text(d.gate)) for d in report.drifting if d.gate.recomputed is not None]
+    pull_url = f"{repo_url.rstrip('/')}/pull/{pull}" if repo_url and pull is not None else None
+    context: dict[str, object] = {
+        "marker": Markdown(drift_marker(report.file)),
+        "file": report.file,
+        "judged": plural(len(report.gates), "gate"),
+        "drifting": said(report.drifting),
+        "flaky": said(report.flaky),
+        "watched": said(d for d in passing if d.failed + d.streak),  # failing, not drifting
+        "passing": said(d for d in passing if not d.failed + d.streak),
+        "missing": said(d for d in report.gates if d.status == "no_data"),
+        **regime_context(review, repo_url),
+        "mode": mode,
+        "pull": None if pull is None else link(Markdown(f"#{pull}"), pull_url),
+        "cli": cli_options is not None,
+        "cli_commands": [] if cli_options is None else cli_rebaseline_commands(values, cli_options),
+        "problems": [prose(p) for p in report.settings.problems],
+        "settings": report.settings,
+        "config_path": CONFIG_PATH,
+    }
+    return truncate(render_markdown("drift.md.j2", context), GITHUB_TEXT_LIMIT, _TRUNCATED)
 
 
 def closing_comment(reason: Literal["passing", "merged"], *, pull: int | None = None) -> str:

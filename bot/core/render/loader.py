@@ -20,7 +20,7 @@ from jinja2 import Environment, PackageLoader, StrictUndefined
 
 from bot.core.render.markdown import code, escape, join
 
-__all__ = ["PACKAGE", "html_environment", "markdown_environment", "static_text"]
+__all__ = ["PACKAGE", "html_environment", "markdown_environment", "render_markdown", "static_text"]
 
 PACKAGE = "bot.templates"  # the top-level templates/ folder, as installed
 
@@ -51,6 +51,15 @@ def markdown_environment() -> Environment:
     )
     env.filters.update(code=code, join_md=join)
     return env
+
+
+def render_markdown(template: str, context: dict[str, object]) -> str:
+    """``template`` rendered with ``context``: runs of blank lines as one, no blank line at
+    either end, one newline at the end (a template may open each part with a blank line)."""
+    text = markdown_environment().get_template(template).render(context)
+    while "\n\n\n" in text:
+        text = text.replace("\n\n\n", "\n\n")
+    return text.strip() + "\n"
 
 
 @cache

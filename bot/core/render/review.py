@@ -23,7 +23,7 @@ from bot.core.models import GateReview, Review
 from bot.core.render.charts import ChartView, chart_view
 from bot.core.render.conditions import tolerance_too_tight
 from bot.core.render.gates import hints, judged, placeholder_rows
-from bot.core.render.loader import markdown_environment
+from bot.core.render.loader import render_markdown
 from bot.core.render.markdown import Markdown, link, safe_url, truncate
 from bot.core.render.sources import source_lines
 from bot.core.render.view import (
@@ -132,6 +132,20 @@ def cli_rebaseline_commands(values: Sequence[tuple[GateReview, str]], options: s
     return commands
 
 
+def regime_context(review: Review, repo_url: str | None) -> dict[str, object]:
+    """What ``partials/regime_table.md.j2`` prints: ``review``'s regimes, the PRs that
+    started them linked under ``repo_url``."""
+    metrics = regime_metrics(review)
+    return {
+        "regime_metrics": metrics,
+        "regimes": regime_rows(review, metrics, repo_url),
+        "regime_notes": regime_notes(review, metrics),
+        "trend_key": TREND_KEY,
+        "fold_regimes": len(review.regimes) > FOLD_REGIMES,
+        "regimes_since": day_month_year(review.regimes[0].start) if review.regimes else "",
+    }
+
+
 def _context(
     review: Review,
     repo_url: str | None,
@@ -139,7 +153,6 @@ def _context(
     approved: str | None = None,
     cli_options: str = "",
 ) -> dict[str, object]:
-    metrics = regime_metrics(review)
     gates = judged(review)
     fixes = rule_values(review, flagged_only=True)
     every = rule_values(review, flagged_only=False)
@@ -153,12 +166,7 @@ def _context(
         "hints": hints(review),
         "warnings": [prose(w) for w in review.warnings],
         "references": any(g.kind == "reference" for g in gates),
-        "regime_metrics": metrics,
-        "regimes": regime_rows(review, metrics, repo_url),
-        "regime_notes": regime_notes(review, metrics),
-        "trend_key": TREND_KEY,
-        "fold_regimes": len(review.regimes) > FOLD_REGIMES,
-        "regimes_since": day_month_year(review.regimes[0].start) if review.regimes else "",
+        **regime_context(review, repo_url),
         "windows": window_groups(review),
         "history": history_phrase(review),
         "sources": source_lines(review),
@@ -193,13 +201,6 @@ def _charts(review: Review, level: ChartLevel) -> dict[str, object]:
     }
 
 
-def _render(template: str, context: dict[str, object]) -> str:
-    text = markdown_environment().get_template(template).render(context)
-    while "\n\n\n" in text:
-        text = text.replace("\n\n\n", "\n\n")
-    return text.strip() + "\n"
-
-
 def render_comment(
     review: Review,
     *,
@@ -232,7 +233,7 @@ def render_comment(
     context["report_link"] = link("Open the interactive report", usable) if usable else None
     levels: tuple[ChartLevel, ...] = ("all", "attention", "none") if charts else ("none",)
     for level in levels:
-        text = _render("comment.md.j2", context | _charts(review, level))
+        text = render_markdown("comment.md.j2", context | _charts(review, level))
         if len(text) <= GITHUB_TEXT_LIMIT:
             break
     return truncate(text, GITHUB_TEXT_LIMIT, _TRUNCATED)
@@ -249,8 +250,10 @@ def render_check(
     title = approved or check_title(review)
     return CheckOutput(
         title=title if len(title) <= TITLE_LIMIT else title[: TITLE_LIMIT - 1] + "…",
-        summary=truncate(_render("check_summary.md.j2", context), GITHUB_TEXT_LIMIT, _TRUNCATED),
-        text=truncate(_render("check_text.md.j2", context), GITHUB_TEXT_LIMIT, _TRUNCATED),
+        summary=truncate(
+            render_markdown("check_summary.md.j2", context), GITHUB_TEXT_LIMIT, _TRUNCATED
+        ),
+        text=truncate(render_markdown("check_text.md.j2", context), GITHUB_TEXT_LIMIT, _TRUNCATED),
     )
 
 
