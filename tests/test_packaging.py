@@ -15,10 +15,13 @@ import os
 import shutil
 import subprocess
 import sys
+import tomllib
 import zipfile
+from importlib.metadata import version
 from pathlib import Path, PurePosixPath
 
 import pytest
+from packaging.requirements import Requirement
 from typer.testing import CliRunner
 
 from bot.cli.main import app
@@ -44,6 +47,10 @@ def files_under(directory: Path) -> set[PurePosixPath]:
 
 @pytest.fixture(scope="module")
 def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    requires = tomllib.loads((ROOT / "pyproject.toml").read_text())["build-system"]["requires"]
+    for requirement in map(Requirement, requires):  # what make installs (constraints.txt)
+        have = version(requirement.name)
+        assert requirement.specifier.contains(have), f"{requirement.name} {have}: run make"
     source = tmp_path_factory.mktemp("source")
     for name in ("pyproject.toml", "README.md"):
         shutil.copy2(ROOT / name, source / name)

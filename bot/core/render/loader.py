@@ -8,7 +8,8 @@ Two environments read it.  ``markdown_environment`` (the comment, the check run,
 issue and PR) passes every ``{{ … }}`` output through ``bot.core.render.markdown.escape``
 (its ``finalize`` hook) unless the value is already ``Markdown``, so a template cannot forget
 to escape outside text, and prints None as a dash.  ``html_environment`` (the HTML report)
-autoescapes HTML.  Both refuse undefined names.
+autoescapes HTML.  Both refuse undefined names.  ``render_markdown`` renders a Markdown
+template with its blank lines tidied; ``static_text`` reads ``templates/static/``.
 """
 
 from __future__ import annotations
