@@ -33,10 +33,12 @@ _INSTALLS_PROJECT = re.compile(
 
 
 def package_dirs() -> list[PurePosixPath]:
-    """Every top-level package directory of the build, as setuptools finds it."""
+    """Every outermost package directory of the build: each listed package's directory
+    (``package-dir``'s, or its dotted name as a path), less those inside another."""
     tool = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]
-    include = tool["packages"]["find"]["include"]
-    return [PurePosixPath(pattern.rstrip("*").rstrip(".").replace(".", "/")) for pattern in include]
+    mapped = tool.get("package-dir", {})
+    dirs = {PurePosixPath(mapped.get(name, name.replace(".", "/"))) for name in tool["packages"]}
+    return sorted(d for d in dirs if not any(other in d.parents for other in dirs))
 
 
 def copied_before_install() -> list[PurePosixPath]:
@@ -70,7 +72,7 @@ def test_the_check_itself_spots_a_missing_directory() -> None:
     assert _INSTALLS_PROJECT.search('RUN pip install --no-cache-dir -e ".[redis,mlflow]"')
     assert _INSTALLS_PROJECT.search("RUN pip install --no-cache-dir --no-deps .")
     assert not _INSTALLS_PROJECT.search("RUN pip install --no-cache-dir -r /tmp/requirements.txt")
-    assert package_dirs() == [PurePosixPath("bot")]
+    assert package_dirs() == [PurePosixPath("bot"), PurePosixPath("templates")]
 
 
 def _canonical(name: str) -> str:
