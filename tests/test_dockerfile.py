@@ -15,7 +15,7 @@ import re
 import tomllib
 from pathlib import PurePosixPath
 
-from tests.clean_install import requirements
+from tests.clean_install import package_dirs, requirements
 from tests.conftest import ROOT
 
 # a pinned requirement: ``name==version`` (PEP 508 name, PEP 440 public version)
@@ -30,15 +30,6 @@ _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*")
 _INSTALLS_PROJECT = re.compile(
     r"\bpip install\b[^&|;]*?\s(?:-e\s+)?[\"']?\.(?:\[[^\]]*\])?[\"']?(?:\s|$)"
 )
-
-
-def package_dirs() -> list[PurePosixPath]:
-    """Every outermost package directory of the build: each listed package's directory
-    (``package-dir``'s, or its dotted name as a path), less those inside another."""
-    tool = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]
-    mapped = tool.get("package-dir", {})
-    dirs = {PurePosixPath(mapped.get(name, name.replace(".", "/"))) for name in tool["packages"]}
-    return sorted(d for d in dirs if not any(other in d.parents for other in dirs))
 
 
 def copied_before_install() -> list[PurePosixPath]:
