@@ -22,8 +22,9 @@ WORKDIR /app
 # code is there); setuptools and wheel, pinned there too, build it.
 COPY pyproject.toml README.md constraints.txt ./
 RUN pip install --no-cache-dir -c constraints.txt -r constraints.txt
-# Then the code; the wheel ships the comment templates. `pip check`: every requirement met.
+# Then the code; the wheel ships the templates (bot.templates). `pip check`: every requirement met.
 COPY bot ./bot
+COPY templates ./templates
 RUN pip install --no-cache-dir --no-deps --no-build-isolation -c constraints.txt . \
     && pip check
 

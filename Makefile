@@ -8,6 +8,8 @@ STAMP := $(VENV)/.installed
 
 $(STAMP): pyproject.toml
 	$(PY) -m venv $(VENV)
+	# the image's setuptools and wheel: tests/test_packaging.py builds the wheel with them, offline
+	$(BIN)/pip install -q -c constraints.txt setuptools wheel
 	$(BIN)/pip install -q --upgrade pip
 	$(BIN)/pip install -q -e '.[dev]'
 	touch $(STAMP)

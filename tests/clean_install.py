@@ -1,10 +1,11 @@
-"""The package as users install it: its wheel, built from the files git knows, installed into
-a new virtualenv with no other package, with or without extras (tests/test_clean_install.py).
+"""The package as users install it: its wheel, installed into a new virtualenv with no other
+package, with or without extras (tests/test_clean_install.py, tests/test_packaging.py).
 
-The wheel is built once per session from a copy of the checkout's files (tracked, or new and
-not ignored), so nothing else of the developer's tree (``.venv``, build directories) leaks in
-and the checkout is not written to.  Each virtualenv is made without pip and filled by this
-interpreter's pip (``pip --python``), from the package registry or pip's cache.
+The wheel is built once per session (the ``wheel`` fixture) from a copy of what a build reads
+(``pyproject.toml``, ``README.md`` and the package directories), so nothing else of the
+developer's tree leaks in and the checkout is not written to; offline, with the setuptools and
+wheel that ``make`` installs from constraints.txt.  Each virtualenv is made without pip and
+filled by this interpreter's pip (``pip --python``), from the package registry or pip's cache.
 """
 
 from __future__ import annotations
@@ -14,10 +15,31 @@ import shutil
 import subprocess
 import sys
 import tomllib
-from pathlib import Path
+from collections.abc import Iterator
+from importlib.metadata import version
+from pathlib import Path, PurePosixPath
+
+import pytest
+from packaging.requirements import Requirement
 
 ROOT = Path(__file__).resolve().parents[1]
 INSTALL_TIMEOUT = 900  # seconds: a cold pip cache downloads every dependency
+
+
+def _setuptools() -> dict[str, object]:
+    return tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["tool"][
+        "setuptools"
+    ]
+
+
+def package_dirs() -> list[PurePosixPath]:
+    """Every outermost package directory of the build: each listed package's directory
+    (``package-dir``'s, or its dotted name as a path), less those inside another."""
+    tool = _setuptools()
+    mapped: dict[str, str] = tool.get("package-dir", {})  # type: ignore[assignment]
+    packages: list[str] = tool["packages"]  # type: ignore[assignment]
+    dirs = {PurePosixPath(mapped.get(name, name.replace(".", "/"))) for name in packages}
+    return sorted(d for d in dirs if not any(other in d.parents for other in dirs))
 
 
 def repository_files(root: Path = ROOT) -> list[str]:
@@ -32,7 +54,7 @@ def repository_files(root: Path = ROOT) -> list[str]:
 
 
 def copy_checkout(target: Path, root: Path = ROOT) -> Path:
-    """A copy of the checkout's files at ``target``."""
+    """A copy of the checkout's files at ``target`` (what ``actions/checkout`` gives)."""
     for relative in repository_files(root):
         destination = target / relative
         destination.parent.mkdir(parents=True, exist_ok=True)
@@ -41,12 +63,30 @@ def copy_checkout(target: Path, root: Path = ROOT) -> Path:
 
 
 def build_wheel(work: Path) -> Path:
-    """The wheel ``pip wheel`` builds from a copy of the checkout, as a user's pip would."""
-    source = copy_checkout(work / "source")
+    """The wheel ``pip wheel`` builds from a copy of what the build reads, offline."""
+    requires = tomllib.loads((ROOT / "pyproject.toml").read_text())["build-system"]["requires"]
+    for requirement in map(Requirement, requires):  # what make installs (constraints.txt)
+        have = version(requirement.name)
+        assert requirement.specifier.contains(have), f"{requirement.name} {have}: run make"
+    source = work / "source"
+    source.mkdir(parents=True)
+    for name in ("pyproject.toml", "README.md"):
+        shutil.copy2(ROOT / name, source / name)
+    for directory in package_dirs():
+        shutil.copytree(
+            ROOT / directory, source / directory, ignore=shutil.ignore_patterns("__pycache__")
+        )
     out = work / "dist"
-    pip(["wheel", "--no-deps", "--wheel-dir", str(out), str(source)])
+    pip(["wheel", "--no-deps", "--no-build-isolation", "--no-index", "--wheel-dir", str(out),
+         str(source)])  # fmt: skip
     [wheel] = out.glob("threshold_bot-*.whl")
     return wheel
+
+
+@pytest.fixture(scope="session")
+def wheel(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """The package's wheel, built once per session."""
+    yield build_wheel(tmp_path_factory.mktemp("wheel"))
 
 
 def new_venv(path: Path, requirement: str) -> Path:

@@ -6,7 +6,12 @@ from pathlib import Path
 
 import pytest
 
-pytest_plugins = ["tests.fakes.pytest_plugin", "tests.browser_harness", "tests.services"]
+pytest_plugins = [
+    "tests.fakes.pytest_plugin",
+    "tests.browser_harness",
+    "tests.services",
+    "tests.clean_install",
+]
 # threshold files written as test modules (tests/fixtures/gates): data, not tests
 collect_ignore_glob = ["fixtures/*"]
 

@@ -25,9 +25,10 @@ import pytest
 from bot.adapters.extras import EXTRA_OF_MODULE
 from bot.cli.commands import COMMANDS
 from bot.cli.review import review_files
+from bot.core.render.html_report import html_report
 from bot.core.render.review import MARKER, render_comment, render_json
 from demo.data import SCRIPT_PATH, write_example
-from tests.clean_install import build_wheel, new_venv
+from tests.clean_install import new_venv
 from tests.fakes.github_api import FakeGitHub
 from tests.fakes.wandb_server import API_KEY, FakeWandb, nightly_run, serve
 from tests.services import Postgres, Redis
@@ -44,11 +45,10 @@ Install = Callable[[str], Path]
 
 
 @pytest.fixture(scope="module")
-def install(tmp_path_factory: pytest.TempPathFactory) -> Install:
+def install(tmp_path_factory: pytest.TempPathFactory, wheel: Path) -> Install:
     """``install(extras)``: the ``bin`` of a virtualenv holding the wheel with ``extras``
     ("" for none), made on first use and kept for the module."""
     work = tmp_path_factory.mktemp("clean-install")
-    wheel = build_wheel(work)
     made: dict[str, Path] = {}
 
     def installed(extras: str) -> Path:
@@ -130,6 +130,13 @@ def test_plain_install_reviews_a_history_file_as_the_checkout_does(
     table = run(plain, "review", *files, "--format", "table", cwd=example)
     assert table.returncode == 0, table.stderr
     assert all(gate.name in table.stdout for gate in expected.gates)
+    # the report's template and scripts come from the installed wheel
+    page = run(plain, "review", *files, "--format", "html", "--output", "review.html", cwd=example)
+    assert page.returncode == 0, page.stderr
+    title = f"threshold-bot review of head/{SCRIPT_PATH}"
+    assert (example / "review.html").read_text(encoding="utf-8") == html_report(
+        expected, title=title, cli_options=options
+    )
 
 
 def test_plain_install_rebaselines_and_checks_a_config(install: Install, example: Path) -> None:

@@ -15,7 +15,7 @@ import re
 import tomllib
 from pathlib import PurePosixPath
 
-from tests.clean_install import requirements
+from tests.clean_install import package_dirs, requirements
 from tests.conftest import ROOT
 
 # a pinned requirement: ``name==version`` (PEP 508 name, PEP 440 public version)
@@ -30,13 +30,6 @@ _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*")
 _INSTALLS_PROJECT = re.compile(
     r"\bpip install\b[^&|;]*?\s(?:-e\s+)?[\"']?\.(?:\[[^\]]*\])?[\"']?(?:\s|$)"
 )
-
-
-def package_dirs() -> list[PurePosixPath]:
-    """Every top-level package directory of the build, as setuptools finds it."""
-    tool = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]
-    include = tool["packages"]["find"]["include"]
-    return [PurePosixPath(pattern.rstrip("*").rstrip(".").replace(".", "/")) for pattern in include]
 
 
 def copied_before_install() -> list[PurePosixPath]:
@@ -70,7 +63,7 @@ def test_the_check_itself_spots_a_missing_directory() -> None:
     assert _INSTALLS_PROJECT.search('RUN pip install --no-cache-dir -e ".[redis,mlflow]"')
     assert _INSTALLS_PROJECT.search("RUN pip install --no-cache-dir --no-deps .")
     assert not _INSTALLS_PROJECT.search("RUN pip install --no-cache-dir -r /tmp/requirements.txt")
-    assert package_dirs() == [PurePosixPath("bot")]
+    assert package_dirs() == [PurePosixPath("bot"), PurePosixPath("templates")]
 
 
 def _canonical(name: str) -> str:

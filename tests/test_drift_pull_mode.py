@@ -23,8 +23,11 @@ import pytest
 from bot.adapters.store import drift as records
 from bot.adapters.store import installations
 from bot.adapters.store.db import init_db, make_engine
+from bot.core.config import parse_config
 from bot.core.render.drift import branch_name, drift_marker, pull_title
+from bot.core.render.review import MARKER
 from bot.features.drift.items import CLOSED_MARKER
+from tests.browser_harness import markdown_html
 from tests.conftest import ROOT
 from tests.drift_world import lower_rule
 from tests.fakes.github_api import FakeGitHub
@@ -32,6 +35,7 @@ from tests.fakes.github_state import PullRequest, Repo
 from tests.test_drift_watch import (
     ACC,
     ACC_LITERAL,
+    CONFIG,
     HEALTHY,
     LOSS,
     SCRIPT,
@@ -140,6 +144,21 @@ def test_a_rebaseline_pr_a_maintainer_closed_is_not_opened_again(world: World) -
     assert list(repo.pulls) == [pr.number] and pr.state == "closed"
     item = records.get(world.sessions, repo.full_name, SCRIPT)
     assert item is not None and item.state == "idle" and item.dismissed
+
+
+def test_the_rebaseline_prs_review_shows_its_drift_window_note_with_code_not_backslashes(
+    world: World,
+) -> None:
+    runs = drifted()
+    repo = world.repo("octo/note", runs, drift=MODE)
+    assert actions(world.round()) == [(SCRIPT, "opened")]
+    (pr,) = repo.pulls.values()
+    (review,) = [c for c in repo.comments(pr.number) if c.body.startswith(MARKER)]
+    window = parse_config(repo.file_at("main", CONFIG) or "").drift.window
+    assert "\\`" not in review.body  # no backslash-escaped backtick anywhere
+    html = markdown_html(review.body)  # as GitHub shows it: CommonMark, tables, raw HTML
+    (note,) = [line for line in html.splitlines() if "opened by the drift watch" in line]
+    assert "<code>drift.window</code>" in note and "`" not in note and f"({window})" in note
 
 
 # ----- kill -9 ----------------------------------------------------------------------------------

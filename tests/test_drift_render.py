@@ -215,6 +215,16 @@ def test_flaky_passing_no_data_and_problems_sections() -> None:
     assert "What to do" not in body and "#### Regimes" not in body
 
 
+def test_a_problem_naming_the_setting_meant_shows_it_in_code() -> None:
+    settings = parse_config("drift: {min_failure: 2}").drift
+    (problem,) = settings.problems
+    meant = re.findall(r"`(\w+)`", problem)
+    assert meant == ["min_failures"]  # the config's words quote the setting it likely meant
+    body = item_body(drifting_report(settings), mode="issue", repo_url=None)
+    shown = problem.replace(f"`{meant[0]}`", f"<code>{meant[0]}</code>").replace("_", "\\_")
+    assert f"- {shown}" in body and "\\`" not in body
+
+
 def test_outside_text_is_escaped_everywhere() -> None:
     hostile_gate = gate().model_copy(update={"name": HOSTILE, "metric": "@team/<b>m</b>"})
     h = history(step(after=8))

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import html
 import json
+import re
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -22,10 +24,10 @@ from bot.core.models import (
     UnboundVariable,
     WindowInfo,
 )
+from bot.core.render.loader import markdown_environment
 from bot.core.render.markdown import Markdown
 from bot.core.render.review import (
     MARKER,
-    environment,
     render_check,
     render_comment,
     render_json,
@@ -185,6 +187,20 @@ def test_outside_strings_cannot_break_the_comment() -> None:
     assert "@octocat" not in rendered and "<img" not in rendered
 
 
+def test_warnings_show_their_quoted_names_in_code_and_escape_them() -> None:
+    metric = "eval/a_b*c"  # outside text: the name a warning quotes
+    on_gate = f"no per-step series of `{metric}` in 2 of 5 runs in the window"
+    on_review = f"runs.csv: column `{EVIL}` holds text, not numbers (3 cells): ignored"
+    text = render_comment(review(gates=(gate(warnings=(on_gate,)),), warnings=(on_review,)))
+    assert "\\`" not in text
+    lines = [line for line in MD.render(text).splitlines() if "⚠️" in line]
+    assert len(lines) == 2 and not any("`" in line for line in lines)
+    assert f"<code>{metric}</code> in 2 of 5 runs" in lines[0]
+    (shown,) = re.findall(r"<code>(.*?)</code>", lines[1])
+    assert "<img" not in shown  # the name is text: ZWSPs break its mention and autolink
+    assert html.unescape(shown).replace("\u200b", "") == " ".join(EVIL.split())
+
+
 def test_action_wording_depends_on_mode() -> None:
     flagged = gate(verdict="too_tight", recomputed=0.5, proposed=0.55)
     tighter = gate(name="TRAIN_MIN", verdict="ok", recomputed=0.25, proposed=0.26)
@@ -287,7 +303,7 @@ def test_json_has_the_contract_fields() -> None:
 
 
 def test_templates_escape_by_default() -> None:
-    env = environment()
+    env = markdown_environment()
     assert env.from_string("{{ x }}").render(x="<b>@a|") == "\\<b\\>@&#8203;a\\|"
     assert env.from_string("{{ x }}").render(x=Markdown("<b>ok</b>")) == "<b>ok</b>"
     assert env.from_string("{{ x }}").render(x=None) == "—"

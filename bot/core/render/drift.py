@@ -1,8 +1,10 @@
 """The drift watch's words: the issue or PR body, its titles, branch, marker and JSON (pure).
 
-One item per threshold file, found again by :func:`drift_marker` (its first line).  Outside
-text (file, gate and metric names, PR titles, the config's values) is escaped; the regime
-table and a gate's cells are the PR comment's (``bot.core.render.view``).  See docs/drift.md.
+One item per threshold file, found again by :func:`drift_marker` (its first line).  The
+body's layout and wording are ``templates/drift.md.j2``, the values it prints are made here.
+Outside text (file, gate and metric names, PR titles, the config's values) is escaped; the
+regime table and a gate's cells are the PR comment's (``bot.core.render.view``).  See
+docs/drift.md.
 """
 
 from __future__ import annotations
@@ -10,7 +12,8 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 from typing import Literal
 from urllib.parse import quote
 
@@ -20,23 +23,22 @@ from bot.core.formatting import day_month_year, plural
 from bot.core.models import Change, GateReview, Review
 from bot.core.render.conditions import rule_text
 from bot.core.render.gates import metric_cell, proposed_text, where
+from bot.core.render.loader import render_blocks, render_markdown
 from bot.core.render.markdown import Markdown, code, escape, join, link, truncate
 from bot.core.render.review import (
-    FOLD_REGIMES,
     GITHUB_TEXT_LIMIT,
     cli_rebaseline_commands,
     cli_rebaseline_words,
     command_block,
+    regime_context,
 )
+from bot.core.render.shell import Argv
 from bot.core.render.view import (
     MAX_PULLS,
     NO_CODE_CHANGE,
-    TREND_KEY,
     gate_rule,
+    prose,
     pull_link,
-    regime_metrics,
-    regime_notes,
-    regime_rows,
     rule_values,
     side_phrases,
     window_groups,
@@ -45,7 +47,9 @@ from bot.core.thresholds.edit import format_literal
 
 __all__ = [
     "DRIFT_MARKER_PREFIX",
+    "CliInstruction",
     "branch_name",
+    "cli_instruction",
     "closing_comment",
     "drift_headline",
     "drift_json",
@@ -136,6 +140,22 @@ def branch_name(file: str) -> str:
 # --------------------------------------------------------------------------- the body
 
 
+@dataclass(frozen=True)
+class GateWords:
+    """One watched gate, its words ready for ``templates/drift.md.j2``."""
+
+    name: str
+    metric: str
+    condition: Markdown  # what CI checks: ``metric ≥ 0.32``
+    where: Markdown
+    reason: str  # its drift status in one plain line (analysis.drift)
+    change: Markdown | None  # the regime change it is tied to, with its PRs
+    value: str | None  # the rule's new value; None: no run of its window has the metric
+    same: bool  # the rule's value is the one the file has
+    rule: Markdown  # how the rule computes it (the bot's words)
+    window: str  # the window it computes it over
+
+
 def _change_words(change: Change, review: Review, repo_url: str | None) -> Markdown:
     """``the regime change of 3 Jul 2026, started by #12 Title``."""
     text = f"the regime change of {day_month_year(change.at)}"
@@ -153,18 +173,18 @@ def _change_words(change: Change, review: Review, repo_url: str | None) -> Markd
     return Markdown(text)
 
 
-def _rule_phrase(g: GateReview, review: Review) -> str:
+def _rule_phrase(g: GateReview, review: Review) -> Markdown:
     """How the rule computes ``g``'s value: ``by minmax, 5% allowance: the window's minimum
     less 5% of its magnitude, rounded down`` (the gate's own model, ``gate_rule``)."""
     if g.kind == "reference":
-        return f"the window's {review.rule.reference}, at the literal's decimals"
+        return Markdown(f"the window's {review.rule.reference}, at the literal's decimals")
     rule = gate_rule(g, review)
     lower, upper = side_phrases(rule)
     if rule.model.name == "absolute":
-        return f"by {rule.describe_model()}: {lower if g.op in ('>=', '>') else upper}"
+        return Markdown(f"by {rule.describe_model()}: {lower if g.op in ('>=', '>') else upper}")
     if g.op in (">=", ">"):
-        return f"by {rule.describe_model()}: {lower}, rounded down"
-    return f"by {rule.describe_model()}: {upper}, rounded up"
+        return Markdown(f"by {rule.describe_model()}: {lower}, rounded down")
+    return Markdown(f"by {rule.describe_model()}: {upper}, rounded up")
 
 
 def _condition(g: GateReview) -> Markdown:
@@ -173,82 +193,30 @@ def _condition(g: GateReview) -> Markdown:
     return cell if g.kind == "reference" else Markdown(f"{cell} {escape(proposed_text(g))}")
 
 
-def _drifting(d: GateDrift, review: Review, windows: dict[str, str], url: str | None) -> list[str]:
-    g = d.gate
-    lines = [
-        f"#### {code(g.name)}: {_condition(g)}",
-        "",
-        f"- Where: {where(g)}.",
-        f"- {escape(d.reason[:1].upper() + d.reason[1:])}.",
-    ]
-    if d.change is not None:
-        lines.append(f"- Tied to {_change_words(d.change, review, url)}.")
-    if g.recomputed is None:
-        lines.append("- The rule gives no value: no run of its window has the metric.")
-    else:
-        value = rule_text(g)
-        same = (
-            " (the value it has: the window does not move it)" if value == proposed_text(g) else ""
-        )
-        window = windows.get(g.name, "")
-        lines.append(
-            f"- The rule's new value: **{escape(value)}**{same}, {_rule_phrase(g, review)},"
-            f" over {escape(window)}."
-        )
-    return lines
-
-
-def _regimes(review: Review, repo_url: str | None) -> list[str]:
-    """The regime table of the PR comment (``partials/regimes.md.j2``)."""
-    if not review.regimes:
-        return []
-    metrics = regime_metrics(review)
-    head = "| Period | Runs |" + "".join(f" {code(m)} |" for m in metrics) + " Started by |"
-    rule = "|:--|--:|" + "--:|" * len(metrics) + ":--|"
-    rows = [
-        f"| {r.period} | {r.runs} |" + "".join(f" {m} |" for m in r.medians) + f" {r.started_by} |"
-        for r in regime_rows(review, metrics, repo_url)
-    ]
-    notes = [f"- {note}" for note in regime_notes(review, metrics)]
-    key = f"; {TREND_KEY}" if notes else ""
-    table = [
-        "Medians of each stretch of stable runs; **bold**: moved at the change that started"
-        f" it{key}.",
-        "",
-        head,
-        rule,
-        *rows,
-        *(["", *notes] if notes else []),
-    ]
-    if len(review.regimes) > FOLD_REGIMES:
-        since = day_month_year(review.regimes[0].start)
-        summary = f"<details><summary>{len(review.regimes)} regimes since {since}</summary>"
-        table = [summary, "", *table, "", "</details>"]
-    return ["#### Regimes", "", *table]
-
-
-def drift_headline(report: DriftReport) -> str:
-    """The item's first line: which gates drift, or why none does (Markdown)."""
+def drift_headline(report: DriftReport) -> Markdown:
+    """The item's first line: which gates drift, or why none does."""
     file, drifting, flaky = code(report.file), report.drifting, report.flaky
     judged = plural(len(report.gates), "gate")
     if drifting:
         verb = "keeps" if len(drifting) == 1 else "keep"
         names = join(code(d.gate.name) for d in drifting)
-        return (
+        return Markdown(
             f"❌ **{len(drifting)} of {judged} in {file} {verb} failing** the newest runs on the"
             f" default branch: {names}."
         )
     missing = report.no_data
     if missing and len(missing) == len(report.gates):
-        return f"⚪ **No data to judge {file}**: {_no_data_phrase(report)}."
+        return Markdown(f"⚪ **No data to judge {file}**: {_no_data_phrase(report)}.")
     some = ""
     if missing:
         some = f"; {len(missing)} of {judged} {'has' if len(missing) == 1 else 'have'} no data"
     if flaky:
-        return f"⚠️ **No gate of {file} drifts**; {len(flaky)} of {judged} fail now and then{some}."
+        return Markdown(
+            f"⚠️ **No gate of {file} drifts**; {len(flaky)} of {judged} fail now and then{some}."
+        )
     if missing:
-        return f"⚪ **No gate of {file} drifts**{some} to judge."
-    return f"✅ **No gate of {file} drifts**: {judged} watched."
+        return Markdown(f"⚪ **No gate of {file} drifts**{some} to judge.")
+    return Markdown(f"✅ **No gate of {file} drifts**: {judged} watched.")
 
 
 def _no_data_phrase(report: DriftReport) -> str:
@@ -262,81 +230,96 @@ def _no_data_phrase(report: DriftReport) -> str:
     return f"no finished run has a number for the metric of {gates}"
 
 
-def _instruction(
-    report: DriftReport, mode: Mode, repo_url: str | None, pull: int | None, cli: str | None
-) -> list[str]:
-    """The "what to do": one line for the App's item; for the command line, which gates
-    the ``threshold-bot rebaseline`` command rewrites (the drifting ones the rule would
-    change, named), and the command, in a block to copy."""
-    if not report.drifting:
-        return []
-    if cli is not None:
-        every = rule_values(report.review, flagged_only=False)
-        drifting = {_key(d.gate) for d in report.drifting}
-        values = [(g, value) for g, value in every if _key(g) in drifting]
-        if not values:  # the rule's values are those the gates have
-            return []
-        words = cli_rebaseline_words(values, every, lead="Run")
-        block = command_block(cli_rebaseline_commands(values, cli))
-        return ["#### What to do", "", f"- {words}", "", block]
-    if mode == "pull_request":
-        line = "- Merge this PR to apply them; its own review is the check below."
-    elif pull is not None:
-        url = f"{repo_url.rstrip('/')}/pull/{pull}" if repo_url else None
-        named = link(Markdown(f"#{pull}"), url)
-        line = f"- Pull request {named} applies these values: review and merge it."
-    else:
-        line = "- Comment `/rebaseline` on this issue to open a pull request with these values."
-    return ["#### What to do", "", line]
+def _no_data_lines(report: DriftReport) -> list[Markdown]:
+    """``No data (2): …`` per reason the gates without data have none."""
+    by_reason: dict[str | None, list[GateDrift]] = {}
+    for d in report.no_data:
+        by_reason.setdefault(d.gate.no_data_reason, []).append(d)
+    lines = []
+    for reason, gates in by_reason.items():
+        named = join(Markdown(f"{code(d.gate.name)} ({code(d.gate.metric)})") for d in gates)
+        words = _NO_DATA_LINES.get(reason, "no finished run has the metric of {}")
+        lines.append(Markdown(f"No data ({len(gates)}): {words.format(named)}."))
+    return lines
+
+
+@dataclass(frozen=True)
+class CliInstruction:
+    """The command line's "what to do": which gates the commands rewrite, and the commands."""
+
+    words: Markdown
+    commands: tuple[Argv, ...]
+
+
+def cli_instruction(report: DriftReport, cli_options: str) -> CliInstruction | None:
+    """The ``threshold-bot rebaseline`` commands (with ``cli_options``) that write the rule's
+    values of the drifting gates the rule would change, named, and their words; None when
+    the rule changes none of them."""
+    every = rule_values(report.review, flagged_only=False)
+    drifting = {_key(d.gate) for d in report.drifting}
+    values = [(g, value) for g, value in every if _key(g) in drifting]
+    if not values:  # the rule's values are those the gates have
+        return None
+    words = cli_rebaseline_words(values, every, lead="Run")
+    return CliInstruction(words, tuple(cli_rebaseline_commands(values, cli_options)))
 
 
 def _key(g: GateReview) -> tuple[str, str, str, str]:
     return g.file, g.name, g.metric, g.op
 
 
-def _flaky(report: DriftReport) -> list[str]:
-    if not report.flaky:
-        return []
-    lines = ["#### Flaky, not rebaselined", ""]
-    for d in report.flaky:
-        lines.append(
-            f"- {code(d.gate.name)} ({_condition(d.gate)}, {where(d.gate)}): {escape(d.reason)}."
-        )
-    return lines
+def _words(d: GateDrift, review: Review, windows: dict[str, str], url: str | None) -> GateWords:
+    g = d.gate
+    value = None if g.recomputed is None else rule_text(g)
+    return GateWords(
+        name=g.name,
+        metric=g.metric,
+        condition=_condition(g),
+        where=where(g),
+        reason=d.reason,
+        change=None if d.change is None else _change_words(d.change, review, url),
+        value=value,
+        same=value == proposed_text(g),
+        rule=_rule_phrase(g, review),
+        window=windows.get(g.name, ""),
+    )
 
 
-def _others(report: DriftReport) -> list[str]:
-    """Gates failing too few runs to drift (with their reason), then the rest by name."""
-    watched = [d for d in report.gates if d.status == "passing" and d.failed + d.streak]
-    passing = [d for d in report.gates if d.status == "passing" and not d.failed + d.streak]
-    missing = [d for d in report.gates if d.status == "no_data"]
-    lines = []
-    if watched:
-        lines += ["Failing, not (yet) drifting:", ""]
-        lines += [f"- {code(d.gate.name)}: {escape(d.reason)}." for d in watched]
-        lines.append("")
-    if passing:
-        lines.append(f"Passing ({len(passing)}): {join(code(d.gate.name) for d in passing)}.")
-    by_reason: dict[str | None, list[GateDrift]] = {}
-    for d in missing:
-        by_reason.setdefault(d.gate.no_data_reason, []).append(d)
-    for reason, gates in by_reason.items():
-        named = join(Markdown(f"{code(d.gate.name)} ({code(d.gate.metric)})") for d in gates)
-        words = _NO_DATA_LINES.get(reason, "no finished run has the metric of {}")
-        lines.append(f"No data ({len(gates)}): {words.format(named)}.")
-    return lines
+def _context(
+    report: DriftReport, mode: Mode, repo_url: str | None, pull: int | None, cli: str | None
+) -> dict[str, object]:
+    """What ``templates/drift.md.j2`` prints (see :func:`item_body`)."""
+    review = report.review
+    windows = {name: phrase for phrase, names in window_groups(review) for name in names}
 
+    def said(gates: Iterable[GateDrift]) -> list[GateWords]:
+        return [_words(d, review, windows, repo_url) for d in gates]
 
-def _problems(report: DriftReport) -> list[str]:
-    problems = report.settings.problems
-    if not problems:
-        return []
-    lines = ["#### Drift settings that fell back", "", f"Fix them in {code(CONFIG_PATH)}:", ""]
-    return lines + [f"- {escape(p)}" for p in problems]
+    passing = [d for d in report.gates if d.status == "passing"]
+    pull_url = f"{repo_url.rstrip('/')}/pull/{pull}" if repo_url and pull is not None else None
+    instruction = None if cli is None else cli_instruction(report, cli)
+    return {
+        "marker": Markdown(drift_marker(report.file)),
+        "headline": drift_headline(report),
+        "drifting": said(report.drifting),
+        "flaky": said(report.flaky),
+        "watched": said(d for d in passing if d.failed + d.streak),  # failing, not drifting
+        "passing": said(d for d in passing if not d.failed + d.streak),
+        "no_data_lines": _no_data_lines(report),
+        **regime_context(review, repo_url),
+        "mode": mode,
+        "pull": None if pull is None else link(Markdown(f"#{pull}"), pull_url),
+        "cli": cli is not None,
+        "cli_words": None if instruction is None else instruction.words,
+        "cli_block": None if instruction is None else command_block(instruction.commands),
+        "problems": [prose(p) for p in report.settings.problems],
+        "settings": report.settings,
+        "config_path": CONFIG_PATH,
+    }
 
 
 Section = tuple[str, list[str]]
-"""One section of the body: its name and its Markdown lines."""
+"""One section of the body: its name (a block of ``templates/drift.md.j2``) and its lines."""
 
 
 def drift_sections(
@@ -347,41 +330,19 @@ def drift_sections(
     pull: int | None = None,
     cli_options: str | None = None,
 ) -> list[Section]:
-    """The sections of ``report``'s body, in order, the empty ones left out: ``headline``;
-    a ``drifting`` section per drifting gate (what CI checks, failures and streak, since
-    when and the change it is tied to with its PRs, the rule's new value and how it is
-    computed); ``regimes`` (the table, when a gate drifts); ``instruction`` (one line of
-    what to do); ``flaky``; ``others`` (failing too little to drift, passing, no data);
-    ``problems`` (the drift settings that fell back); ``footer`` (the App's).
-    ``pull``: in an issue, the rebaseline PR opened for it (named instead of
-    ``/rebaseline``).  ``cli_options``: worded for the command line instead
-    (``threshold-bot rebaseline`` with these options, shell-quoted), without the footer.
-    """
-    review = report.review
-    windows = {name: phrase for phrase, names in window_groups(review) for name in names}
-    sections: list[Section] = [("headline", [drift_headline(report)])]
-    sections += [("drifting", _drifting(d, review, windows, repo_url)) for d in report.drifting]
-    if report.drifting:
-        sections.append(("regimes", _regimes(review, repo_url)))
-    sections.append(("instruction", _instruction(report, mode, repo_url, pull, cli_options)))
-    sections.append(("flaky", _flaky(report)))
-    sections.append(("others", _others(report)))
-    sections.append(("problems", _problems(report)))
-    if cli_options is None:
-        s = report.settings
-        sections.append(
-            (
-                "footer",
-                [
-                    f"<sub>Watched by threshold-bot on the default branch: min_failures"
-                    f" {s.min_failures}, window {escape(str(s.window))}. This"
-                    f" {'issue' if mode == 'issue' else 'PR'} updates itself as runs arrive"
-                    " and is closed when every gate passes again; settings: `drift:` in"
-                    f" {code(CONFIG_PATH)}.</sub>"
-                ],
-            )
-        )
-    return [(name, lines) for name, lines in sections if lines]
+    """The sections of ``report``'s body in order, the empty ones left out (the blocks of
+    ``templates/drift.md.j2``): ``headline``; ``drifting`` (per drifting gate: what CI checks,
+    failures and streak, since when and the change it is tied to with its PRs, the rule's new
+    value and how it is computed); ``regimes`` (the table, when a gate drifts);
+    ``instruction`` (what to do); ``flaky``; ``others`` (failing too little to drift,
+    passing, no data); ``problems`` (the drift settings that fell back); ``footer`` (the
+    App's).  ``pull`` and ``cli_options`` as for :func:`item_body`."""
+    context = _context(report, mode, repo_url, pull, cli_options)
+    return [
+        (name, text.splitlines())
+        for name, text in render_blocks("drift.md.j2", context)
+        if text.strip()
+    ]
 
 
 def item_body(
@@ -392,15 +353,15 @@ def item_body(
     pull: int | None = None,
     cli_options: str | None = None,
 ) -> str:
-    """The Markdown body of ``report``'s issue (``mode`` ``issue``) or rebaseline PR,
-    starting with :func:`drift_marker`, then :func:`drift_sections` (``pull`` and
-    ``cli_options`` as there); cut to GitHub's size limit with a note."""
-    sections = drift_sections(
-        report, mode=mode, repo_url=repo_url, pull=pull, cli_options=cli_options
-    )
-    blocks = ["\n".join(lines) for _, lines in sections]
-    text = drift_marker(report.file) + "\n" + "\n\n".join(blocks) + "\n"
-    return truncate(text, GITHUB_TEXT_LIMIT, _TRUNCATED)
+    """The Markdown body of ``report``'s issue (``mode`` ``issue``) or rebaseline PR
+    (``templates/drift.md.j2``), starting with :func:`drift_marker`, then the sections of
+    :func:`drift_sections`; cut to GitHub's size limit with a note.
+    ``pull``: in an issue, the rebaseline PR opened for it (named instead of ``/rebaseline``).
+    ``cli_options``: worded for the command line instead (``threshold-bot rebaseline`` with
+    these options, shell-quoted, in a block to copy), without the App's footer.
+    """
+    context = _context(report, mode, repo_url, pull, cli_options)
+    return truncate(render_markdown("drift.md.j2", context), GITHUB_TEXT_LIMIT, _TRUNCATED)
 
 
 def closing_comment(reason: Literal["passing", "merged"], *, pull: int | None = None) -> str:

@@ -15,9 +15,9 @@ from rich.console import Group, RenderableType
 from rich.text import Text
 
 from bot.core.analysis.drift import DriftReport
-from bot.core.render.drift import drift_sections
+from bot.core.render.drift import cli_instruction, drift_sections
 from bot.core.render.terminal import regime_section
-from bot.core.render.terminal_parts import heading, item, text
+from bot.core.render.terminal_parts import Command, heading, item, text
 from bot.core.render.terminal_text import for_cli, unmark
 
 __all__ = ["drift_table"]
@@ -41,6 +41,19 @@ def _lines(lines: list[str]) -> Iterator[RenderableType]:
             yield text(_plain(line))
 
 
+def _instruction(report: DriftReport, cli_options: str) -> list[RenderableType]:
+    """What to do: which gates the commands rewrite, then each command on lines of its own
+    (continued with a backslash at the terminal's width: pasted, it runs as one)."""
+    found = cli_instruction(report, cli_options)
+    if found is None:
+        return []
+    return [
+        heading("What to do"),
+        item(_plain(found.words)),
+        *(Command(argv) for argv in found.commands),
+    ]
+
+
 def drift_table(report: DriftReport, *, cli_options: str) -> Group:
     """``report`` for a terminal: the headline, each drifting gate, the regimes, what to do
     (``threshold-bot rebaseline`` with ``cli_options``), the flaky gates, the rest and the
@@ -52,6 +65,8 @@ def drift_table(report: DriftReport, *, cli_options: str) -> Group:
             parts.append(text(_plain(lines[0]), "bold"))
         elif name == "regimes":
             parts += regime_section(report.review)
+        elif name == "instruction":
+            parts += _instruction(report, cli_options)
         else:
             parts += [] if lines[0].startswith("#### ") else [Text("")]  # a heading has one
             parts += _lines(lines)

@@ -3,11 +3,11 @@
 ``html_report`` writes the same review as the PR comment (``render_comment``'s Markdown,
 rendered to HTML by markdown-it-py), then a "Charts" section: one canvas per gate with chart
 data and one per regime-relevant metric (``report_charts``), drawn by Chart.js.  Everything
-is in the file: Chart.js (vendored in ``static/``, see its README) and the page's script are
-inlined, the charts' data is JSON in a ``<script type="application/json">`` element (read with
-``JSON.parse``, never part of script source), and a Content-Security-Policy lets the page
-load nothing and run only its inline scripts and styles.  Without JavaScript the review is
-all there; the charts are not.
+is in the file: Chart.js (vendored in ``templates/static/``, see its README) and the page's
+script are inlined, the charts' data is JSON in a ``<script type="application/json">``
+element (read with ``JSON.parse``, never part of script source), and a
+Content-Security-Policy lets the page load nothing and run only its inline scripts and
+styles.  Without JavaScript the review is all there; the charts are not.
 
 Outside text cannot escape its place: the Jinja template autoescapes; the JSON has ``<``,
 ``>`` and ``&`` as ``\\u`` escapes, so no ``</script>`` can appear in it; the comment's
@@ -23,23 +23,21 @@ import json
 import re
 from collections.abc import Sequence
 from functools import cache
-from pathlib import Path
 from typing import Any
 
-from jinja2 import Environment, FileSystemLoader, StrictUndefined
 from markdown_it import MarkdownIt
 from markdown_it.renderer import RendererHTML
 from markdown_it.token import Token
 from markupsafe import Markup
 
 from bot.core.models import Review
+from bot.core.render.loader import html_environment, static_text
 from bot.core.render.report_charts import ChartSpec, chart_caption, chart_specs, chart_styles
-from bot.core.render.review import TEMPLATES, render_comment
+from bot.core.render.review import render_comment
 
 __all__ = ["CHARTJS_VERSION", "CSP", "comment_html", "html_report", "script_json"]
 
-STATIC = Path(__file__).resolve().parent / "static"  # shipped as package data
-CHARTJS_VERSION = "4.6.1"  # static/chart.umd.min.js (static/README.md)
+CHARTJS_VERSION = "4.6.1"  # templates/static/chart.umd.min.js (its README.md)
 CSP = (
     "default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; "
     "img-src data:; base-uri 'none'; form-action 'none'"
@@ -142,9 +140,9 @@ def script_json(data: object) -> Markup:
 
 
 def _inline_script(name: str) -> Markup:
-    """A script of ``static/`` for an inline ``<script>``: without its source-map comment
-    (nothing to fetch); one that could end the element is a packaging error."""
-    text = _MAP_COMMENT.sub("\n", (STATIC / name).read_text(encoding="utf-8"))
+    """A script of ``templates/static/`` for an inline ``<script>``: without its source-map
+    comment (nothing to fetch); one that could end the element is a packaging error."""
+    text = _MAP_COMMENT.sub("\n", static_text(name))
     if re.search(r"</script|<!--", text, re.IGNORECASE):
         raise RuntimeError(f"static/{name} cannot be inlined in a <script> element")
     return Markup(text)
@@ -153,17 +151,6 @@ def _inline_script(name: str) -> Markup:
 @cache
 def _scripts() -> tuple[Markup, Markup]:
     return _inline_script("chart.umd.min.js"), _inline_script("report.js")
-
-
-@cache
-def _environment() -> Environment:
-    return Environment(
-        loader=FileSystemLoader(TEMPLATES),
-        autoescape=True,
-        undefined=StrictUndefined,
-        trim_blocks=True,
-        lstrip_blocks=True,
-    )
 
 
 def html_report(
@@ -193,7 +180,7 @@ def html_report(
     specs: list[ChartSpec] = chart_specs(review)
     chartjs, script = _scripts()
     return (
-        _environment()
+        html_environment()
         .get_template("report.html.j2")
         .render(
             title=title,

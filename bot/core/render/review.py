@@ -1,10 +1,10 @@
 """Rendering of a Review: the PR comment, the check-run output and the JSON review.
 
-Pure functions over ``bot.core.models.Review``.  Layout lives in the Jinja templates under
-``templates/``, the values they print in ``bot.core.render.view``.  The Jinja environment
-escapes every ``{{ … }}`` output through ``bot.core.render.markdown.escape`` (its
-``finalize`` hook) unless the value is already ``Markdown``, so a template cannot forget
-to escape outside text.  Outputs are cut to GitHub's size limits.
+Pure functions over ``bot.core.models.Review``.  Layout lives in the Jinja templates of the
+top-level ``templates/`` folder, the values they print in ``bot.core.render.view``.  Their
+environment (``bot.core.render.loader``) escapes every ``{{ … }}`` output through
+``bot.core.render.markdown.escape`` unless the value is already ``Markdown``, so a template
+cannot forget to escape outside text.  Outputs are cut to GitHub's size limits.
 """
 
 from __future__ import annotations
@@ -12,11 +12,9 @@ from __future__ import annotations
 import json
 import shlex
 from collections.abc import Sequence
-from functools import cache
-from pathlib import Path, PurePath
+from pathlib import PurePath
 from typing import Literal
 
-from jinja2 import Environment, FileSystemLoader, StrictUndefined
 from pydantic import BaseModel, ConfigDict
 
 from bot.core.analysis.verdicts import needs_action
@@ -25,10 +23,10 @@ from bot.core.models import GateReview, Review
 from bot.core.render.charts import ChartView, chart_view
 from bot.core.render.conditions import tolerance_too_tight
 from bot.core.render.gates import hints, judged, placeholder_rows
+from bot.core.render.loader import render_markdown
 from bot.core.render.markdown import (
     Markdown,
     code,
-    escape,
     fenced,
     join,
     link,
@@ -45,6 +43,7 @@ from bot.core.render.view import (
     headline,
     history_phrase,
     is_audit,
+    prose,
     rebaseline_command,
     regime_metrics,
     regime_notes,
@@ -56,7 +55,6 @@ from bot.core.render.view import (
 )
 
 MARKER = "<!-- threshold-bot:review -->"
-TEMPLATES = Path(__file__).resolve().parent / "templates"  # shipped as package data
 GITHUB_TEXT_LIMIT = 65_535  # check-run summary / text, and (minus one) an issue comment body
 TITLE_LIMIT = 100
 FOLD_GATES = 12  # more gates than this: the gates table is folded into <details>
@@ -78,32 +76,6 @@ class CheckOutput(BaseModel):
     title: str
     summary: str
     text: str
-
-
-# --------------------------------------------------------------------------- templates
-
-
-def _finalize(value: object) -> object:
-    """Every ``{{ … }}`` output: trusted Markdown as is, None as a dash, the rest escaped."""
-    if value is None:
-        return "—"
-    return escape(value)
-
-
-@cache
-def environment() -> Environment:
-    """The Jinja environment of the templates, escaping by default."""
-    env = Environment(
-        loader=FileSystemLoader(TEMPLATES),
-        autoescape=False,
-        finalize=_finalize,
-        undefined=StrictUndefined,
-        trim_blocks=True,
-        lstrip_blocks=True,
-        keep_trailing_newline=True,
-    )
-    env.filters.update(code=code, join_md=join)
-    return env
 
 
 def cli_wording(text: str) -> str:
@@ -219,6 +191,20 @@ def command_block(commands: Sequence[Argv], indent: int = 2) -> Markdown:
     return Markdown("\n".join(" " * indent + line for line in block.splitlines()))
 
 
+def regime_context(review: Review, repo_url: str | None) -> dict[str, object]:
+    """What ``partials/regime_table.md.j2`` prints: ``review``'s regimes, the PRs that
+    started them linked under ``repo_url``."""
+    metrics = regime_metrics(review)
+    return {
+        "regime_metrics": metrics,
+        "regimes": regime_rows(review, metrics, repo_url),
+        "regime_notes": regime_notes(review, metrics),
+        "trend_key": TREND_KEY,
+        "fold_regimes": len(review.regimes) > FOLD_REGIMES,
+        "regimes_since": day_month_year(review.regimes[0].start) if review.regimes else "",
+    }
+
+
 def _context(
     review: Review,
     repo_url: str | None,
@@ -226,7 +212,6 @@ def _context(
     approved: str | None = None,
     cli_options: str = "",
 ) -> dict[str, object]:
-    metrics = regime_metrics(review)
     gates = judged(review)
     fixes = rule_values(review, flagged_only=True)
     every = rule_values(review, flagged_only=False)
@@ -240,13 +225,9 @@ def _context(
         "fold_gates": len(gates) > FOLD_GATES,
         "placeholders": placeholder_rows(review),
         "hints": hints(review),
+        "warnings": [prose(w) for w in review.warnings],
         "references": any(g.kind == "reference" for g in gates),
-        "regime_metrics": metrics,
-        "regimes": regime_rows(review, metrics, repo_url),
-        "regime_notes": regime_notes(review, metrics),
-        "trend_key": TREND_KEY,
-        "fold_regimes": len(review.regimes) > FOLD_REGIMES,
-        "regimes_since": day_month_year(review.regimes[0].start) if review.regimes else "",
+        **regime_context(review, repo_url),
         "windows": window_groups(review),
         "checked": checked_phrase(review),
         "history": history_phrase(review),
@@ -283,13 +264,6 @@ def _charts(review: Review, level: ChartLevel) -> dict[str, object]:
     }
 
 
-def _render(template: str, context: dict[str, object]) -> str:
-    text = environment().get_template(template).render(context)
-    while "\n\n\n" in text:
-        text = text.replace("\n\n\n", "\n\n")
-    return text.strip() + "\n"
-
-
 def render_comment(
     review: Review,
     *,
@@ -322,7 +296,7 @@ def render_comment(
     context["report_link"] = link("Open the interactive report", usable) if usable else None
     levels: tuple[ChartLevel, ...] = ("all", "attention", "none") if charts else ("none",)
     for level in levels:
-        text = _render("comment.md.j2", context | _charts(review, level))
+        text = render_markdown("comment.md.j2", context | _charts(review, level))
         if len(text) <= GITHUB_TEXT_LIMIT:
             break
     return truncate(text, GITHUB_TEXT_LIMIT, _TRUNCATED)
@@ -339,8 +313,10 @@ def render_check(
     title = approved or check_title(review)
     return CheckOutput(
         title=title if len(title) <= TITLE_LIMIT else title[: TITLE_LIMIT - 1] + "…",
-        summary=truncate(_render("check_summary.md.j2", context), GITHUB_TEXT_LIMIT, _TRUNCATED),
-        text=truncate(_render("check_text.md.j2", context), GITHUB_TEXT_LIMIT, _TRUNCATED),
+        summary=truncate(
+            render_markdown("check_summary.md.j2", context), GITHUB_TEXT_LIMIT, _TRUNCATED
+        ),
+        text=truncate(render_markdown("check_text.md.j2", context), GITHUB_TEXT_LIMIT, _TRUNCATED),
     )
 
 

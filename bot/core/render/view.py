@@ -94,8 +94,9 @@ def _short(sha: str | None) -> str:
 _QUOTED = re.compile(r"\\`(.+?)\\`")  # a `quoted` name once escaped
 
 
-def _prose(text: str) -> Markdown:
-    """An explanation, escaped, with its `quoted` names in a code font."""
+def prose(text: str) -> Markdown:
+    """An explanation, note or warning (the bot's words around outside text), escaped, with
+    its `quoted` names in a code font: never a backslash before a backtick."""
     return Markdown(_QUOTED.sub(r"<code>\1</code>", escape(text)))
 
 
@@ -115,6 +116,7 @@ class GateRow:
     new_fails: Markdown
     verdict: str
     explanation: Markdown
+    warnings: tuple[Markdown, ...]
     notes: tuple[Markdown, ...]  # information only (a limit that could be tightened)
     backtest_hint: Markdown  # the backtest's line (empty without one)
 
@@ -161,9 +163,10 @@ def gate_row(g: GateReview, audit: bool = False) -> GateRow:
         verdict=f"❌ {attention_words(g, audit)}"
         if g.proposed_source or (g.verdict == "no_data" and needs_action(g))
         else f"{VERDICT_ICONS[g.verdict]} {verdict_words(g, audit)}",
-        explanation=_prose(g.explanation),
-        notes=tuple(_prose(n) for n in g.notes),
-        backtest_hint=_prose(g.backtest_hint),
+        explanation=prose(g.explanation),
+        warnings=tuple(prose(w) for w in g.warnings),
+        notes=tuple(prose(n) for n in g.notes),
+        backtest_hint=prose(g.backtest_hint),
     )
 
 
