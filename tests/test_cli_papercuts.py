@@ -426,8 +426,8 @@ def test_build_requires_a_setuptools_that_knows_spdx_licenses() -> None:
 
 
 def test_the_readme_example_writes_nothing_into_the_checkout(tmp_path: Path) -> None:
-    """``python -m demo.data`` (the README's first step) writes into a new temporary
-    directory, prints it, and the README's review command runs on it."""
+    """``python -m demo.data`` (docs/cli.md, "Trying it on the demo's data") writes into a new
+    temporary directory, prints it, and the review command shown there runs on it."""
     cwd = tmp_path / "checkout"
     cwd.mkdir()
     made = subprocess.run(
