@@ -6,7 +6,7 @@ from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 
 from bot.adapters.github.api import PullInfo
-from bot.adapters.github.errors import GitHubTransientError
+from bot.adapters.github.errors import GitHubNotFound, GitHubTransientError
 from bot.core.analysis.regimes import detect_regimes
 from bot.core.models import Change, Review, Run
 from bot.features.review.attribution import attribute
@@ -101,6 +101,23 @@ def test_failures_leave_the_change_unattributed_and_warn() -> None:
 
     assert result.changes[0].pulls == () and "not in owner/repo" in result.warnings[0]
     assert down.changes[0].pulls == () and "GitHub 502" in down.warnings[0]
+
+
+def test_a_warning_about_runs_of_one_commit_names_the_range_read_never_x_dot_dot_x() -> None:
+    gh = main_with_pulls(2)
+    c = gh.commits
+    widened = Change(
+        at=AT, before_commit=c[1], after_commit=c[1], earlier_commit=c[0], later_commit=c[2]
+    )
+
+    class Gone(RecordingGitHub):
+        def compare_commits(self, repo: str, base: str, head: str, limit: int = 250) -> list[str]:
+            raise GitHubNotFound("Not Found", 404)
+
+    result = attribute(Gone(), gh.repo, review_of(widened))
+
+    assert result.warnings == (f"commits {c[0][:7]}...{c[2][:7]} are not in {gh.repo}",)
+    assert f"{c[1][:7]}...{c[1][:7]}" not in result.warnings[0]
 
 
 # ----- a boundary one run off: widen the range -------------------------------------------

@@ -60,6 +60,11 @@ def test_plural_of_a_phrase() -> None:
     assert plural(3, "gate") == "3 gates"
 
 
+@pytest.mark.parametrize(("count", "text"), [(0, "0 entries"), (1, "1 entry"), (2, "2 entries")])
+def test_plural_with_its_own_plural_form(count: int, text: str) -> None:
+    assert plural(count, "entry", "entries") == text
+
+
 @pytest.mark.parametrize(
     ("fraction", "text"), [(0.05, "5%"), (0.025, "2.5%"), (0.0, "0%"), (1.0, "100%")]
 )

@@ -166,6 +166,7 @@ def test_audit_prints_no_escape_sequence_from_the_store(tmp_path: Path) -> None:
     (row,) = [line for line in result.output.splitlines() if "#7" in line]
     assert "mallory" in row and "refused" in row and "/rebaseline EVAL_MIN" in row
     assert "pwned" not in result.output
+    assert result.output.splitlines()[0].rstrip() == "audit log of owner/repo: 1 entry"
 
 
 def test_the_review_table_prints_no_escape_sequence() -> None:

@@ -180,6 +180,17 @@ def test_pages_through_all_runs_with_one_request_per_page(fake: FakeWandb, url: 
     assert history.source == f"wandb:{ENTITY}/{PROJECT}"
 
 
+def test_values_that_are_not_numbers_are_counted_per_key_over_finished_runs() -> None:
+    fake = FakeWandb()
+    for i in range(12):
+        fake.add_run(ENTITY, PROJECT, nightly_run(i, summary={"eval": {"acc": "n/a"}}))
+    with serve(fake) as base:
+        history = source(base).fetch(SPEC)
+    finished = [r for r in fake.projects[(ENTITY, PROJECT)].values() if r.state == "finished"]
+    assert history.not_numbers == {"eval/acc": len(finished)}
+    assert all("eval/acc" not in r.summary for r in history.runs)
+
+
 def test_summary_keys_map_metrics(url: str) -> None:
     spec = SPEC.model_copy(update={"summary_keys": {"accuracy": "eval/acc"}})
     history = source(url).fetch(spec)

@@ -21,7 +21,7 @@ from bot.adapters.store.audit import AuditEntry
 from bot.adapters.store.db import init_db, make_engine
 from bot.adapters.store.schema import SchemaError
 from bot.cli.errors import fail
-from bot.core.formatting import iso_date_time
+from bot.core.formatting import iso_date_time, plural
 from bot.core.render.terminal import plain
 
 COLUMNS = ("when (UTC)", "PR", "actor", "action", "outcome", "command", "detail")
@@ -30,7 +30,7 @@ COLUMNS = ("when (UTC)", "PR", "actor", "action", "outcome", "command", "detail"
 def audit_table(repo: str, rows: Sequence[AuditEntry]) -> Table:
     """One row per entry; every cell is plain text: no Rich markup is interpreted, and the
     terminal escape sequences and control characters of outside text are dropped."""
-    title = Text(plain(f"audit log of {repo}: {len(rows)} entries"))
+    title = Text(plain(f"audit log of {repo}: {plural(len(rows), 'entry', 'entries')}"))
     table = Table(title=title, title_justify="left")
     for column in COLUMNS:
         table.add_column(column, overflow="fold")

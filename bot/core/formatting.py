@@ -56,9 +56,10 @@ def iso_date_time(moment: datetime) -> str:
 # --------------------------------------------------------------------------- counts
 
 
-def plural(count: int, word: str) -> str:
-    """``count`` and ``word``, with an ``s`` unless it is 1: ``1 run``, ``0 runs``, ``2 runs``."""
-    return f"{count} {word}{'' if count == 1 else 's'}"
+def plural(count: int, word: str, many: str | None = None) -> str:
+    """``count`` and ``word``, with an ``s`` unless it is 1: ``1 run``, ``0 runs``, ``2 runs``;
+    ``many`` is the plural when it is not ``word`` + ``s`` (``1 entry``, ``2 entries``)."""
+    return f"{count} {word if count == 1 else many or word + 's'}"
 
 
 def percent(fraction: float) -> str:

@@ -106,7 +106,8 @@ class History(Frozen):
     source: str = ""
     warnings: tuple[str, ...] = ()  # what the reader could not make sense of (the review's)
     # per summary key, the finished runs whose value was set aside: not a finite number
-    # (text, null, NaN...); known for history files
+    # (text, null, NaN...); known for history files and direct W&B / MLflow reads (the run
+    # cache keeps counts only)
     not_numbers: dict[str, int] = Field(default_factory=dict)
 
     @property

@@ -131,7 +131,7 @@ def source_run(
         tags=tuple(sorted(k for k in tags if not k.startswith("mlflow."))),
         summary=summary.metrics,
     )
-    return SourceRun(run, summary.non_numeric, summary.non_finite)
+    return SourceRun(run, summary.non_numeric, summary.non_finite, not_numbers=summary.not_numbers)
 
 
 # --------------------------------------------------------------------------- adapter

@@ -153,7 +153,12 @@ def source_run(attrs: Mapping[str, Any], summary_keys: Mapping[str, str]) -> Sou
         fields = ", ".join(sorted({".".join(map(str, e["loc"])) for e in exc.errors()}))
         raise BadHistory(f"W&B run {attrs.get('id')!r} is malformed: bad {fields}") from exc
     return SourceRun(
-        run, summary.non_numeric, summary.non_finite, summary.flattened, summary.numeric_strings
+        run,
+        summary.non_numeric,
+        summary.non_finite,
+        summary.flattened,
+        summary.numeric_strings,
+        summary.not_numbers,
     )
 
 

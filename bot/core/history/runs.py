@@ -28,6 +28,7 @@ class SourceRun(NamedTuple):
     non_finite: int = 0
     flattened: int = 0
     numeric_strings: int = 0
+    not_numbers: tuple[str, ...] = ()  # the summary keys of the values set aside
 
 
 class RunFetcher(Protocol):
@@ -149,7 +150,8 @@ def _number(value: Any) -> float | None:
 
 
 def make_history(runs: Iterable[SourceRun], source: str, *, duplicates: int = 0) -> History:
-    """Sort runs by ``created_at`` (ties by id) and count states and dropped values."""
+    """Sort runs by ``created_at`` (ties by id) and count states and dropped values (per
+    summary key for the finished runs: ``History.not_numbers``)."""
     ordered = sorted(runs, key=lambda r: (r.run.created_at, r.run.id))
     states = Counter(r.run.state for r in ordered)
     stats = HistoryStats(
@@ -162,4 +164,12 @@ def make_history(runs: Iterable[SourceRun], source: str, *, duplicates: int = 0)
         flattened_values=sum(r.flattened for r in ordered),
         numeric_strings=sum(r.numeric_strings for r in ordered),
     )
-    return History(runs=tuple(r.run for r in ordered), stats=stats, source=source)
+    not_numbers = Counter(
+        key for r in ordered if r.run.state == "finished" for key in r.not_numbers
+    )
+    return History(
+        runs=tuple(r.run for r in ordered),
+        stats=stats,
+        source=source,
+        not_numbers=dict(not_numbers),
+    )

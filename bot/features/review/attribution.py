@@ -59,12 +59,12 @@ def attribute(
     if any(c and not is_sha(c) for c in commits):
         reads.warnings.append(NOT_SHAS)
     for change in review.changes:
-        before, after = _sha(change.before_commit), _sha(change.after_commit)
-        span = f"{(before or '?')[:7]}...{(after or '?')[:7]}"
+        span = _span(change)
         try:
             merged, between = _merged_at(reads, change, max_commits)
         except GitHubNotFound:
-            reads.warnings.append(f"commits {span} are not in {repo}")
+            verb = "is" if span.startswith("commit ") else "are"
+            reads.warnings.append(f"{span} {verb} not in {repo}")
             changes.append(change)
             continue
         except GitHubError as exc:
@@ -154,6 +154,18 @@ def _merged_at(reads: _Reads, change: Change, max_commits: int) -> tuple[list[Pu
         if wider != (before, after) and wider[0] != wider[1]:
             shas = reads.commits(*wider, max_commits)
     return reads.merged(shas), between
+
+
+def _span(change: Change) -> str:
+    """The commits a change's attribution reads, as a warning names them: the range between
+    its two runs, the wider one when both ran the same commit, or that one commit."""
+    before, after = _sha(change.before_commit), _sha(change.after_commit)
+    if before and before == after:
+        before = _sha(change.earlier_commit) or before
+        after = _sha(change.later_commit) or after
+    if before and before == after:
+        return f"commit {before[:7]}"
+    return f"commits {(before or '?')[:7]}...{(after or '?')[:7]}"
 
 
 def _sha(commit: str | None) -> str | None:
