@@ -30,6 +30,8 @@ from bot.app import owners
 from tests.conftest import ROOT
 from tests.lock_holder import KINDS, open_locks
 
+pytestmark = pytest.mark.servers
+
 TTL = 1.5  # seconds a Redis or row lease lasts unrenewed in these tests
 
 

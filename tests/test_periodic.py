@@ -30,6 +30,8 @@ from tests.conftest import ROOT
 from tests.fakes.recording_github import RecordingGitHub
 from tests.test_review_pr import SCRIPT, script
 
+pytestmark = pytest.mark.servers
+
 SECONDS = 6.5
 JOBS = {"fast": 1.0, "slow": 2.0}
 
