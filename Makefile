@@ -4,7 +4,17 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test lint layers typecheck pytest browser services bench clean schema
+.PHONY: demo test test-fast lint layers typecheck pytest browser services bench clean schema
+
+# pytest-xdist: one worker per core (auto), or PYTEST_WORKERS=N (0: in this process).  Each
+# module runs on one worker (--dist loadfile): its servers start once; the slow modules are
+# handed out first (tests/conftest.py), in that order (--no-loadscope-reorder).
+# Bytecode is cached even where PYTHONDONTWRITEBYTECODE is set (the tree's __pycache__ is
+# ignored by git): each worker and each subprocess would otherwise compile bot/ and rewrite
+# the tests' asserts again (two thirds of the collection's time).
+PYTEST_WORKERS ?= auto
+PYTEST := PYTHONDONTWRITEBYTECODE= $(BIN)/pytest -q -n $(PYTEST_WORKERS) --dist loadfile \
+	--no-loadscope-reorder
 
 $(STAMP): pyproject.toml
 	$(PY) -m venv $(VENV)
@@ -28,7 +38,12 @@ typecheck: $(STAMP)
 	$(BIN)/mypy
 
 pytest: $(STAMP) browser services
-	$(BIN)/pytest -q
+	$(PYTEST)
+
+# The inner loop: every test but those of the modules marked `servers` (processes, servers,
+# browsers; see docs/development.md), in about a minute.
+test-fast: $(STAMP)
+	$(PYTEST) -m "not servers"
 
 # What the browser tests (tests/test_browser_*.py) need besides the dev extra: Mermaid from
 # the npm lock file, and Debian's chromium when apt-get can install it. Neither is fatal: the

@@ -10,12 +10,13 @@ filled by this interpreter's pip (``pip --python``), from the package registry o
 
 from __future__ import annotations
 
+import fcntl
+import os
 import re
 import shutil
 import subprocess
 import sys
 import tomllib
-from collections.abc import Iterator
 from importlib.metadata import version
 from pathlib import Path, PurePosixPath
 
@@ -84,16 +85,28 @@ def build_wheel(work: Path) -> Path:
 
 
 @pytest.fixture(scope="session")
-def wheel(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
-    """The package's wheel, built once per session."""
-    yield build_wheel(tmp_path_factory.mktemp("wheel"))
+def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The package's wheel, built once per session: under pytest-xdist, by the first worker
+    that needs it, in the directory the workers' temporary directories share (the pattern
+    pytest-xdist documents), the others waiting on a file lock and taking it from there."""
+    if os.environ.get("PYTEST_XDIST_WORKER") is None:
+        return build_wheel(tmp_path_factory.mktemp("wheel"))
+    shared = tmp_path_factory.getbasetemp().parent / "wheel"
+    with (shared.parent / "wheel.lock").open("w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes
+        built = list((shared / "dist").glob("threshold_bot-*.whl"))
+        return built[0] if built else build_wheel(shared)
 
 
 def new_venv(path: Path, requirement: str) -> Path:
-    """A new virtualenv at ``path`` holding ``requirement`` and what it needs; its ``bin``."""
+    """A new virtualenv at ``path`` holding ``requirement`` and what it needs; its ``bin``.
+
+    Without pip's bytecode compilation (``--no-compile``: more than half of an install's
+    time): the interpreter compiles what a command imports when it first runs, as for any
+    source without a ``.pyc``; what is installed is the same."""
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(path)], check=True)
     python = path / "bin" / "python"
-    pip(["--python", str(python), "install", requirement])
+    pip(["--python", str(python), "install", "--no-compile", requirement])
     return path / "bin"
 
 

@@ -39,6 +39,8 @@ from tests.fakes.github_state import IssueComment, Repo
 from tests.fakes.wandb_server import API_KEY, FakeWandb, nightly_run, serve
 from tests.webhooks import fixture, patched
 
+pytestmark = pytest.mark.servers
+
 ROOT = Path(__file__).resolve().parents[1]
 REPO = "octo/ml"
 INSTALLATION = 9

@@ -42,7 +42,10 @@ EXPRESSION = re.compile(r"\$\{\{\s*(.*?)\s*\}\}")
 # what the developer's pip needs to reach its registry, passed on to the steps' pip
 PASSED_ON = ("SSL_CERT_FILE", "SSL_CERT_DIR", "REQUESTS_CA_BUNDLE", "CURL_CA_BUNDLE")
 
-pytestmark = pytest.mark.timeout(1200)  # a real pip install into a fresh virtualenv
+pytestmark = [
+    pytest.mark.servers,
+    pytest.mark.timeout(1200),  # a real pip install into a fresh virtualenv
+]
 
 
 @dataclass

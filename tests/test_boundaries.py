@@ -35,6 +35,8 @@ from tests.fakes.recording_github import RecordingGitHub
 from tests.live import SECRET, Recorder, live_server, make_settings
 from tests.webhooks import fixture, new_delivery_id, patched, signed_fixture
 
+pytestmark = pytest.mark.servers
+
 T0 = datetime(2026, 3, 1, tzinfo=UTC)
 
 

@@ -35,6 +35,8 @@ from tests.browser_harness import (
     step_review,
 )
 
+pytestmark = pytest.mark.servers
+
 TOLERANCE = 0.05  # pixels: Mermaid writes coordinates to 3 decimals
 
 

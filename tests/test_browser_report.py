@@ -40,6 +40,8 @@ from tests.browser_harness import (
     step_review,
 )
 
+pytestmark = pytest.mark.servers
+
 TOLERANCE = 0.01  # pixels: both sides are Chart.js's own floating-point arithmetic
 METRIC_RUNS = 350  # a metric chart's newest runs
 

@@ -34,6 +34,8 @@ from tests.fakes.wandb_server import API_KEY, FakeWandb, nightly_run, serve
 from tests.services import Postgres, Redis
 from tests.webhooks import fixture, patched
 
+pytestmark = pytest.mark.servers
+
 # what a plain install runs; the App's commands need the `app` extra (docs/cli.md)
 PLAIN_COMMANDS = ("review", "rebaseline", "backtest", "drift", "export", "action", "check-config")
 APP_COMMANDS = ("sync", "serve", "worker", "watch", "audit", "db")

@@ -11,6 +11,8 @@ import pytest
 
 from bot.cli.commands import COMMANDS, load_command
 
+pytestmark = pytest.mark.servers
+
 # what the program itself may import before a command is chosen
 _PROBE = """
 import json, sys

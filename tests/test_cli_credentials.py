@@ -25,6 +25,8 @@ from bot.core.models import RuleSettings
 from tests.fakes.mlflow_listener import MlflowListener, listen, mlflow_run
 from tests.fakes.wandb_server import API_KEY, FakeWandb, nightly_run, serve
 
+pytestmark = pytest.mark.servers
+
 ENTITY, PROJECT = "acme", "gsm8k_ci"
 RUNS = 30
 SCRIPT = f"""#!/bin/bash

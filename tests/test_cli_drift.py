@@ -20,6 +20,8 @@ from bot.cli.main import app
 from bot.core.formatting import day_month_year
 from tests.terminal import CLI, at_a_terminal
 
+pytestmark = pytest.mark.servers
+
 METRIC = "eval/acc"
 T0 = datetime(2026, 6, 1, 2, tzinfo=UTC)
 BEFORE, AFTER = 40, 8  # runs before the step down and since

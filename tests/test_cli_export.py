@@ -9,6 +9,7 @@ import os
 import pty
 import subprocess
 import sys
+import threading
 from collections.abc import Iterator
 from datetime import UTC, datetime, time, timedelta
 from pathlib import Path
@@ -23,6 +24,8 @@ from bot.core.history.formats import parse_history
 from bot.core.models import Run
 from tests.fakes.mlflow_listener import Failure, MlflowListener, listen, mlflow_run
 from tests.fakes.wandb_server import API_KEY, NIGHTLY_START, FakeRun, FakeWandb, nightly_run, serve
+
+pytestmark = pytest.mark.servers
 
 ROOT = Path(__file__).resolve().parent.parent
 ENTITY, PROJECT = "acme", "gsm8k_ci"
@@ -348,21 +351,29 @@ def _run(args: list[str], cwd: Path, stderr_tty: bool) -> tuple[int, str, str]:
         )
         return done.returncode, done.stdout, done.stderr
     leader, follower = pty.openpty()
-    with subprocess.Popen(
-        command, cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=follower, text=True
-    ) as process:
-        os.close(follower)
-        out = process.communicate(timeout=120)[0]
-        chunks = []
+    chunks: list[bytes] = []
+
+    def read_terminal() -> None:  # while the child runs: a full terminal would block it
         while True:
             try:
                 chunk = os.read(leader, 65536)
             except OSError:  # EIO: the terminal's other end is closed
-                break
+                return
             if not chunk:
-                break
+                return
             chunks.append(chunk)
-        os.close(leader)
+
+    reader = threading.Thread(target=read_terminal, name="pty-reader", daemon=True)
+    with subprocess.Popen(
+        command, cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=follower, text=True
+    ) as process:
+        os.close(follower)
+        reader.start()
+        try:
+            out = process.communicate(timeout=120)[0]
+        finally:
+            reader.join(timeout=120)
+            os.close(leader)
         return process.returncode, out, b"".join(chunks).decode()
 
 

@@ -27,6 +27,8 @@ from typer.testing import CliRunner, Result
 from bot.cli.main import app
 from tests.live import make_pem, wait_until
 
+pytestmark = pytest.mark.servers
+
 ROOT = Path(__file__).resolve().parent.parent
 RUNNER = CliRunner()
 CLI = [sys.executable, "-c", "from bot.cli.main import app; app(prog_name='threshold-bot')"]

@@ -20,6 +20,8 @@ from bot.cli.main import app
 from demo.data import GATED_METRICS, ExamplePaths, write_example
 from tests.fakes.wandb_server import API_KEY, FakeWandb, nightly_run, serve
 
+pytestmark = pytest.mark.servers
+
 USER = "alice"
 PROVENANCE = "# threshold-bot: rebaselined"
 

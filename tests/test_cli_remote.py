@@ -18,6 +18,8 @@ from demo.data import build_example, dump_jsonl
 from tests.fakes.github_api import FakeGitHub
 from tests.fakes.wandb_server import API_KEY, FakeWandb, nightly_run, serve
 
+pytestmark = pytest.mark.servers
+
 SCRIPT = """#!/bin/bash
 export ACC_MIN=0.40
 export TOKENS_MAX=300

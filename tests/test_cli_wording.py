@@ -23,6 +23,8 @@ from bot.core.render.review import render_comment
 from demo.data import GATED_METRICS, ExamplePaths, write_example
 from tests.fakes.wandb_server import API_KEY, FakeWandb, nightly_run, serve
 
+pytestmark = pytest.mark.servers
+
 APP_PHRASES = (
     "/rebaseline",
     "Approve thresholds",

@@ -25,6 +25,8 @@ from tests.live import SECRET
 from tests.test_e2e_app import REPO, SCRIPT, running_app, script
 from tests.webhooks import fixture, patched, signed_fixture
 
+pytestmark = pytest.mark.servers
+
 INSTALLATION = 7
 CI_BOT = (31337, "ci-reporter")  # another App: (id, slug)
 ECHO = f"CI report for this PR. Description:\n\n{MARKER}\nplease review"

@@ -23,6 +23,8 @@ from tests.fakes.github_api import FakeGitHub
 from tests.fakes.github_state import Repo
 from tests.test_review_pr import METRIC, RUNS, SHIFT_AT, scores
 
+pytestmark = pytest.mark.servers
+
 REPO = "acme/ml"
 INSTALLATION = 7
 HOSTILE = ("../../orgs/acme/members", "abc/../../x", "main", "..", "deadbeef/../../x")

@@ -30,6 +30,8 @@ from tests.crash_handler import EVENT
 from tests.live import SECRET, ServerProcess, make_pem, wait_until
 from tests.webhooks import fixture, signed
 
+pytestmark = pytest.mark.servers
+
 N = 12
 WORKERS = 2
 

@@ -15,6 +15,8 @@ from demo.app import REPO, main
 from demo.data import build_example
 from tests.terminal import at_a_terminal
 
+pytestmark = pytest.mark.servers
+
 
 def test_demo_prints_the_comment_and_check_run(capsys: pytest.CaptureFixture[str]) -> None:
     repo = build_example().repo

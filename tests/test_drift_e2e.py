@@ -36,6 +36,8 @@ from tests.drift_world import (
 )
 from tests.fakes.github_state import Issue, IssueComment, PullRequest, Repo
 
+pytestmark = pytest.mark.servers
+
 LOSS = "loss/avg_final_rewards"
 VARIABLE = "TRAIN_ACC_MIN_VALUE"
 LITERAL = LITERALS[VARIABLE]  # 0.32

@@ -47,6 +47,8 @@ from tests.test_drift_watch import (
     script,
 )
 
+pytestmark = pytest.mark.servers
+
 BRANCH = "threshold-bot/rebaseline/ci/nightly.sh"
 MODE = "mode: pull_request"
 BIN = Path(sys.executable).with_name("threshold-bot")

@@ -30,6 +30,8 @@ from bot.core.render.review import GITHUB_TEXT_LIMIT
 from bot.core.thresholds.edit import format_literal
 from tests.test_drift_assess import BEFORE, LOOKBACK, fails_of, gate, history, review_of, step
 
+pytestmark = pytest.mark.servers
+
 FILE = "ci/nightly.sh"
 URL = "https://github.com/octo/repo"
 HOSTILE = "x -->`<script>alert(1)</script>` @team #12 [a](http://e.vil) ü.sh"

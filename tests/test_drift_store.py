@@ -15,6 +15,8 @@ from bot.adapters.store.db import init_db, make_engine
 from bot.adapters.store.deliveries import NewDelivery
 from bot.adapters.store.drift import DriftItem, Sessions
 
+pytestmark = pytest.mark.servers
+
 REPO, FILE = "octo/ml", "ci/nightly.sh"
 
 

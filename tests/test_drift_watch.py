@@ -41,6 +41,8 @@ from tests.drift_world import lower_rule
 from tests.fakes.github_api import Call, FakeGitHub
 from tests.fakes.github_state import Issue, Repo
 
+pytestmark = pytest.mark.servers
+
 START = datetime(2026, 7, 1, 8, 0, tzinfo=UTC)
 SCRIPT = "ci/nightly.sh"
 HISTORY = "ci/history/runs.jsonl"

@@ -40,6 +40,8 @@ from tests.test_review_pr import (
     script,
 )
 
+pytestmark = pytest.mark.servers
+
 INSTALLATION = 7
 REPO = "octo/ml"
 

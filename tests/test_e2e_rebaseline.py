@@ -33,6 +33,8 @@ from tests.test_e2e_app import INSTALLATION, REPO, App, NoRemoteHistory, arrange
 from tests.test_review_pr import SCRIPT, rule_limit, scores, script
 from tests.webhooks import signed_fixture
 
+pytestmark = pytest.mark.servers
+
 BOT = "threshold-bot[bot]"
 MAINTAINER, READER, CONTRIBUTOR = "maya", "rita", "carl"
 

@@ -41,6 +41,8 @@ from tests.test_e2e_wandb import (
     wandb_run,
 )
 
+pytestmark = pytest.mark.servers
+
 SECRET_PROJECT = "secret_ci"  # acme's other project, which no script on main names
 OTHER_INSTALLATION = 12
 OTHER_REPO = "mallory/evil"  # installed by another customer of the same App

@@ -34,6 +34,8 @@ from tests.fakes.github_state import CheckRun, IssueComment, Repo
 from tests.fakes.wandb_server import API_KEY, FakeRun, FakeWandb, serve
 from tests.live import deliver_and_wait, live_server, make_settings
 
+pytestmark = pytest.mark.servers
+
 INSTALLATION = 11
 ENTITY = "acme"  # WANDB_ENTITY: the script names only the project
 PROJECT = "gsm8k_ci"

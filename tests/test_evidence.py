@@ -30,6 +30,8 @@ from bot.features.review.recheck import recheck, review_and_track
 from tests.fakes.recording_github import RecordingGitHub
 from tests.fakes.wandb_server import API_KEY, FakeRun, FakeWandb, serve
 
+pytestmark = pytest.mark.servers
+
 EVAL, TRAIN = "eval/all/avg_score", "loss/avg_final_rewards"
 RUNS = 40
 T0 = datetime(2026, 7, 1, 8, tzinfo=UTC)

@@ -25,6 +25,8 @@ from tests.fakes.github_api import FakeGitHub, make_app_key
 from tests.fakes.github_shapes import Shapes
 from tests.fakes.github_state import Repo, blob_sha
 
+pytestmark = pytest.mark.servers
+
 INSTALLATION = 7
 SCRIPT = (
     "EVAL_ACC_MIN_VALUE=0.56\n"

@@ -19,6 +19,8 @@ from github.Repository import Repository
 from tests.fakes.github_api import FakeGitHub
 from tests.fakes.github_state import Repo, blob_sha
 
+pytestmark = pytest.mark.servers
+
 INSTALLATION = 7
 MB = 1024 * 1024
 LARGE = "x" * 80 + "\n"  # a line of the large file

@@ -14,6 +14,8 @@ from github.Repository import Repository
 from tests.fakes.github_api import FakeGitHub
 from tests.fakes.github_state import Repo
 
+pytestmark = pytest.mark.servers
+
 INSTALLATION = 7
 FILES = {"ci/nightly.sh": "ACC_MIN=0.5\n", "ci/gates/deep/a.yml": "x: 1\n", "README.md": "# ml\n"}
 

@@ -13,6 +13,8 @@ from bot.adapters.github.errors import GitHubFileTooLarge
 from tests.fakes.github_api import FakeGitHub
 from tests.fakes.recording_github import RecordingGitHub
 
+pytestmark = pytest.mark.servers
+
 REPO = "octo/ml"
 INSTALLATION = 7
 CONFIG = ".github/threshold-bot.yml"

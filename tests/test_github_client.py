@@ -19,6 +19,8 @@ from bot.core.retry import is_transient
 from tests.fakes.github_api import FakeGitHub
 from tests.fakes.github_state import IssueComment, Repo
 
+pytestmark = pytest.mark.servers
+
 REPO = "octo/ml"
 INSTALLATION = 7
 MARKER = "<!-- threshold-bot:review -->"

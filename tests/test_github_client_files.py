@@ -14,6 +14,8 @@ from bot.adapters.settings import DEFAULT_MAX_FILE_BYTES
 from tests.fakes.github_api import FakeGitHub
 from tests.fakes.github_state import Repo, blob_sha
 
+pytestmark = pytest.mark.servers
+
 REPO = "octo/ml"
 INSTALLATION = 7
 MB = 1024 * 1024

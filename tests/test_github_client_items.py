@@ -23,6 +23,8 @@ from tests.fakes.github_api import FakeGitHub
 from tests.fakes.github_state import Repo
 from tests.fakes.recording_github import RecordingGitHub
 
+pytestmark = pytest.mark.servers
+
 REPO = "octo/ml"
 INSTALLATION = 7
 MARKER = "<!-- threshold-bot:drift file=ci%2Fnightly.sh -->"

@@ -32,6 +32,8 @@ from tests.conftest import ROOT
 from tests.live import live_server, make_settings
 from tests.services import Postgres, Redis, redis_running
 
+pytestmark = pytest.mark.servers
+
 TIMEOUT = 1.0  # STORE_TIMEOUT_SECONDS of these tests
 MARGIN = 3.0  # slack for a loaded machine
 PASSWORD = "pw-never-shown-7d1e"

@@ -21,6 +21,8 @@ from bot.app.runtime import build
 from tests.live import make_settings
 from tests.webhooks import fixture, new_delivery_id
 
+pytestmark = pytest.mark.servers
+
 LONG = 30.0  # generous bound for a loaded CI machine; reached only on failure
 SHORT = 0.2  # a max_wait the tests run out on purpose
 

@@ -33,6 +33,8 @@ from bot.app.web import create_app
 from tests.live import SECRET, Recorder, live_server, make_settings, wait_until
 from tests.webhooks import signed, signed_fixture
 
+pytestmark = pytest.mark.servers
+
 SIZE = 100 * 1024  # each unverified body
 BUDGET = 256 * 1024  # MAX_UNVERIFIED_BYTES of these tests: two bodies fit, not three
 HEAD = 1024  # the part of a body sent before the answer is read

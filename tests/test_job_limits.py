@@ -24,6 +24,8 @@ from tests.fakes.recording_github import RecordingGitHub
 from tests.test_e2e_app import INSTALLATION, REPO, check_runs, running_app
 from tests.test_review_pr import SCRIPT, script
 
+pytestmark = pytest.mark.servers
+
 T0 = datetime(2026, 7, 1, tzinfo=UTC)
 
 

@@ -30,7 +30,10 @@ from bot.app import owners
 from tests.conftest import ROOT
 from tests.lock_holder import KINDS, open_locks
 
+pytestmark = pytest.mark.servers
+
 TTL = 1.5  # seconds a Redis or row lease lasts unrenewed in these tests
+MARGIN = 5.0  # seconds of slack for a loaded machine on an upper bound of a wait
 
 
 @dataclass
@@ -115,14 +118,17 @@ def test_a_killed_holders_lock_is_taken_over(backend: Backend) -> None:
         child.send_signal(signal.SIGKILL)
         child.wait(10)
         killed = time.monotonic()
-        lease = locks.acquire(lock, wait=TTL * 3)
+        # an expiring lease outlives its dead holder by what was left of its TTL (renewed
+        # every TTL/3; how much is left depends on when the holder last ran)
+        outlived = not backend.expires or locks.acquire(lock) is None
+        lease = locks.acquire(lock, wait=TTL + MARGIN)
         waited = time.monotonic() - killed
     finally:
         child.kill()
         child.wait()
-    assert lease is not None
-    if backend.expires:  # the child renewed every TTL/3: at least 2/3 of a TTL was left
-        assert TTL * 0.5 < waited < TTL + 1.0
+    assert lease is not None and outlived
+    if backend.expires:
+        assert waited < TTL + MARGIN
     else:  # PostgreSQL ends the dead connection's session, and its locks, at once
         assert waited < 1.0
 
@@ -157,13 +163,13 @@ def test_a_wait_is_respected(backend: Backend) -> None:
     assert lease is not None
     started = time.monotonic()
     assert waiter.acquire(lock, wait=0.5) is None
-    assert 0.5 <= time.monotonic() - started < 1.5
+    assert 0.5 <= time.monotonic() - started < 0.5 + MARGIN
 
     threading.Timer(0.5, lease.release).start()
     started = time.monotonic()
-    second = waiter.acquire(lock, wait=10)
+    second = waiter.acquire(lock, wait=0.5 + 2 * MARGIN)
     assert second is not None
-    assert 0.5 <= time.monotonic() - started < 2.0
+    assert 0.5 <= time.monotonic() - started < 0.5 + MARGIN  # not the whole wait
 
 
 def test_a_lease_released_twice_frees_no_one_elses_lock(backend: Backend) -> None:
@@ -198,7 +204,7 @@ def test_a_lease_taken_over_is_lost_and_its_release_frees_nothing(backend: Backe
     lease = backend.locks("a").acquire(lock)
     assert lease is not None
     _take_over(backend, lock)
-    deadline = time.monotonic() + TTL * 2
+    deadline = time.monotonic() + TTL + MARGIN  # lost at its next renewal, every TTL/3
     while not lease.lost and time.monotonic() < deadline:
         time.sleep(0.05)
     assert lease.lost

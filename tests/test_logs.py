@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+import pytest
 
 from bot.adapters.store import deliveries
 from bot.adapters.store.db import init_db, make_engine
@@ -22,6 +23,8 @@ from tests.conftest import ROOT
 from tests.fakes.github_api import FakeGitHub
 from tests.live import SECRET, ServerProcess, make_pem, wait_until
 from tests.webhooks import signed
+
+pytestmark = pytest.mark.servers
 
 INSTALLATION = 7
 REPO = "octo/ml"

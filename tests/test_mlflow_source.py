@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import socket
@@ -23,6 +24,8 @@ from bot.adapters.history.mlflow_source import COMMIT_TAG, MlflowSource, prepare
 from bot.adapters.store.db import init_db, make_engine
 from bot.core.history.sources import HistoryNotFound, HistoryUnavailable
 from bot.core.models import SourceSpec
+
+pytestmark = pytest.mark.servers
 
 prepare_environment()  # before mlflow is imported: no telemetry, bounded retries
 mlflow_tracking = pytest.importorskip(
@@ -64,15 +67,27 @@ def _wait_healthy(url: str, process: subprocess.Popen[bytes], timeout: float) ->
                 if answer.status == 200:
                     return
         except OSError:
-            time.sleep(0.3)
+            time.sleep(0.1)
     raise RuntimeError(f"mlflow server not healthy after {timeout:.0f} s")
+
+
+def _stop(process: subprocess.Popen[bytes]) -> None:
+    with contextlib.suppress(ProcessLookupError):  # the whole group has exited already
+        os.killpg(process.pid, signal.SIGTERM)  # the server and its uvicorn workers
+    try:
+        process.wait(timeout=20)
+    except subprocess.TimeoutExpired:
+        os.killpg(process.pid, signal.SIGKILL)
+        process.wait(timeout=20)
 
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    """A real ``mlflow server`` with a SQLite store; yields its URL."""
+    """A real ``mlflow server`` with a SQLite store; yields its URL.
+
+    The port is free when chosen but may be taken before the server binds it (other tests
+    run in parallel): a server that exits before it is healthy is started again on another."""
     root = tmp_path_factory.mktemp("mlflow")
-    port = _free_port()
     env = {
         **os.environ,
         "HOME": str(root),  # keep the server's files out of the real home
@@ -80,38 +95,47 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         "MLFLOW_DISABLE_TELEMETRY": "true",
         "DO_NOT_TRACK": "true",
     }
-    command = [
-        sys.executable,
-        "-m",
-        "mlflow",
-        "server",
-        "--backend-store-uri",
-        f"sqlite:///{root / 'mlflow.db'}",
-        "--default-artifact-root",
-        str(root / "artifacts"),
-        "--host",
-        "127.0.0.1",
-        "--port",
-        str(port),
-        "--workers",
-        "1",
-    ]
-    log = (root / "server.log").open("wb")
-    process = subprocess.Popen(
-        command, env=env, stdout=log, stderr=subprocess.STDOUT, cwd=root, start_new_session=True
-    )
-    url = f"http://127.0.0.1:{port}"
-    try:
-        _wait_healthy(url, process, timeout=240)  # slow to start on a loaded machine
-        yield url
-    finally:
-        os.killpg(process.pid, signal.SIGTERM)  # the server and its uvicorn workers
+    for attempt in range(5):
+        port = _free_port()
+        command = [
+            sys.executable,
+            "-m",
+            "mlflow",
+            "server",
+            "--backend-store-uri",
+            f"sqlite:///{root / 'mlflow.db'}",
+            "--default-artifact-root",
+            str(root / "artifacts"),
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(port),
+            "--workers",
+            "1",
+        ]
+        with (root / f"server-{attempt}.log").open("wb") as log:
+            process = subprocess.Popen(
+                command,
+                env=env,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                cwd=root,
+                start_new_session=True,
+            )
+        url = f"http://127.0.0.1:{port}"
         try:
-            process.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            os.killpg(process.pid, signal.SIGKILL)
-            process.wait(timeout=20)
-        log.close()
+            _wait_healthy(url, process, timeout=240)  # slow to start on a loaded machine
+        except RuntimeError:
+            exited = process.poll() is not None
+            _stop(process)
+            if exited and attempt < 4:
+                continue  # exited: most likely the port was taken meanwhile
+            raise
+        try:
+            yield url
+        finally:
+            _stop(process)
+        return
 
 
 def log_run(client: object, experiment_id: str, i: int, status: str | None) -> Logged:

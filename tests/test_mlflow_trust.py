@@ -17,6 +17,8 @@ from bot.core.history.sources import HistoryUnavailable, SourceRefused
 from bot.core.models import SourceSpec
 from tests.fakes.mlflow_listener import Failure, MlflowListener, listen, mlflow_run
 
+pytestmark = pytest.mark.servers
+
 prepare_environment()
 pytest.importorskip("mlflow.store.tracking.rest_store", reason="mlflow is not installed")
 

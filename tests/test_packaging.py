@@ -11,7 +11,11 @@ from __future__ import annotations
 import zipfile
 from pathlib import Path, PurePosixPath
 
+import pytest
+
 from tests.conftest import ROOT
+
+pytestmark = pytest.mark.servers
 
 
 def files_under(directory: Path) -> set[PurePosixPath]:

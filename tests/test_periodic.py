@@ -30,6 +30,8 @@ from tests.conftest import ROOT
 from tests.fakes.recording_github import RecordingGitHub
 from tests.test_review_pr import SCRIPT, script
 
+pytestmark = pytest.mark.servers
+
 SECONDS = 6.5
 JOBS = {"fast": 1.0, "slow": 2.0}
 
@@ -257,7 +259,7 @@ def test_a_review_that_cannot_get_its_pr_is_retried_later(
     started = time.monotonic()
     with pytest.raises(PullBusy) as caught:
         review_and_track(gh, sessions, 1, gh.repo, 7, None, locks=locks, wait=0.3)
-    assert 0.3 <= time.monotonic() - started < 2.0
+    assert 0.3 <= time.monotonic() - started < 0.3 + 5.0  # waited, not for ever (slack: load)
     assert is_transient(caught.value)
     assert gh.writes() == []
     held.release()

@@ -29,6 +29,8 @@ from bot.app.reports import CSP, NOT_FOUND
 from tests.test_e2e_app import INSTALLATION, REPO, App, running_app
 from tests.test_review_pr import CONFIG, FILE_SOURCE, SCRIPT, script
 
+pytestmark = pytest.mark.servers
+
 BASE = "https://bot.example.test/threshold"
 LINK = re.compile(rf"\[Open the interactive report\]\({re.escape(BASE)}/reports/([\w-]+)\)")
 GATE = "EVAL_ACC_MIN_VALUE"  # the gate of ``script``

@@ -37,6 +37,8 @@ from tests.test_e2e_app import (
     script,
 )
 
+pytestmark = pytest.mark.servers
+
 
 def arrange(fake: FakeGitHub) -> Repo:
     """Main: the script, 40 runs and (last) the config; ``dev`` branched off before it."""

@@ -18,6 +18,8 @@ from bot.app.web import create_app
 from tests.live import SECRET, Recorder, live_server, make_settings
 from tests.webhooks import fixture, new_delivery_id, signed_fixture
 
+pytestmark = pytest.mark.servers
+
 RETENTION_DAYS = 30.0
 HOUR = timedelta(hours=1)
 

@@ -45,6 +45,8 @@ from bot.core.thresholds.discover import find_gates
 from demo.data import ExamplePaths, write_example
 from tests.builders import history_of, limit_gate
 
+pytestmark = pytest.mark.servers
+
 RUNNER = CliRunner()
 FLAGS = ("too_tight", "looser_than_rule", "unchanged_failing")  # verdicts that need action
 # a directory wider than a terminal line, with a space and parentheses to quote

@@ -16,6 +16,8 @@ from bot.core.history.sources import HistoryUnavailable
 from bot.core.models import SourceSpec
 from tests.fakes.wandb_server import API_KEY, NIGHTLY_START, FakeWandb, nightly_run, serve
 
+pytestmark = pytest.mark.servers
+
 ENTITY, PROJECT = "acme", "gsm8k_ci"
 SPEC = SourceSpec(kind="wandb", entity=ENTITY, project=PROJECT)
 N = 25

@@ -55,6 +55,8 @@ from tests.fakes.github_api import FakeGitHub
 from tests.live import wait_until
 from tests.pull_traffic import REVIEWED, Pull, arrange, bursts, delivery, push
 
+pytestmark = pytest.mark.servers
+
 RECHECK_SECONDS = 3.0
 LEASE_SECONDS = 5.0
 BURST_GAP = 1.0  # seconds between bursts

@@ -29,6 +29,8 @@ from bot.adapters.store.db import TABLE_MODULES, Base, init_db, make_engine
 from bot.cli.main import app
 from tests.live import server_env, wait_until
 
+pytestmark = pytest.mark.servers
+
 FIXTURES = Path(__file__).resolve().parent / "fixtures" / "store"
 RUNNER = CliRunner()
 T0 = datetime(2025, 3, 1, 12, 30, 15, 123456, tzinfo=UTC)

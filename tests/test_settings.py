@@ -17,6 +17,8 @@ from bot.app import logs
 from tests.conftest import ROOT
 from tests.live import make_pem
 
+pytestmark = pytest.mark.servers
+
 NAMES = (
     "APP_ID",
     "PRIVATE_KEY",

@@ -8,6 +8,8 @@ from bot.adapters.store import approvals, audit
 from bot.adapters.store.db import init_db, make_engine
 from bot.core.permissions import allows, effective_level
 
+pytestmark = pytest.mark.servers
+
 
 @pytest.fixture
 def sessions(database_url: str) -> Iterator[sessionmaker[Session]]:

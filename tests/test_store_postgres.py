@@ -33,6 +33,8 @@ from bot.core.history.series import Steps
 from bot.core.models import Run, SourceSpec
 from tests.webhooks import new_delivery_id
 
+pytestmark = pytest.mark.servers
+
 Sessions = sessionmaker[Session]
 NUL = "\x00"
 BIG_ID = 2**40 + 7  # a GitHub id past 32 bits (check runs and comments are already there)

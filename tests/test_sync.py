@@ -19,6 +19,8 @@ from bot.cli.sync import sync_command
 from bot.core.models import SourceSpec
 from tests.fakes.wandb_server import API_KEY, FakeWandb, nightly_run, serve
 
+pytestmark = pytest.mark.servers
+
 ENTITY = "acme"
 A = SourceSpec(kind="wandb", entity=ENTITY, project="gsm8k_ci")
 B = SourceSpec(kind="wandb", entity=ENTITY, project="math_ci", tags=("nightly",))

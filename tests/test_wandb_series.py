@@ -27,6 +27,8 @@ from bot.core.thresholds.discover import find_gates
 from bot.features.review.pull import PullThresholds, analyse
 from tests.fakes.wandb_server import API_KEY, FakeRun, FakeWandb, nightly_run, serve
 
+pytestmark = pytest.mark.servers
+
 ENTITY, PROJECT = "acme", "gpt3_functional"
 METRICS = ("lm loss", "iteration-time")
 SPEC = SourceSpec(kind="wandb", entity=ENTITY, project=PROJECT)

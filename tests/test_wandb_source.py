@@ -26,6 +26,8 @@ from bot.core.history.sources import BadHistory, HistoryNotFound, HistoryUnavail
 from bot.core.models import SourceSpec
 from tests.fakes.wandb_server import API_KEY, NIGHTLY_START, FakeWandb, nightly_run, serve
 
+pytestmark = pytest.mark.servers
+
 ROOT = Path(__file__).resolve().parent.parent
 ENTITY, PROJECT = "acme", "gsm8k_ci"
 SPEC = SourceSpec(kind="wandb", entity=ENTITY, project=PROJECT)

@@ -31,6 +31,8 @@ from tests.webhooks import (
     signed_fixture,
 )
 
+pytestmark = pytest.mark.servers
+
 MAX_BODY = 64 * 1024
 
 

@@ -31,6 +31,8 @@ from tests.conftest import ROOT
 from tests.live import Recorder, make_settings, wait_until
 from tests.webhooks import fixture, new_delivery_id
 
+pytestmark = pytest.mark.servers
+
 
 @pytest.fixture
 def recorder() -> Recorder:

@@ -17,7 +17,6 @@ import logging
 import signal
 import socket
 import sys
-import threading
 from typing import Annotated, NoReturn
 
 import typer
@@ -109,16 +108,18 @@ def worker_command() -> None:
     --no-workers` (they share the embedded queue file).
     """
     settings = _settings("worker")
+    # SIGINT and SIGTERM stay pending until sigwait takes them (the threads inherit the
+    # mask). A handler setting an Event deadlocked when the signal came while the main
+    # thread was entering Event.wait (holding the Event's lock); a pending one is not lost.
+    stop_signals = {signal.SIGINT, signal.SIGTERM}
+    signal.pthread_sigmask(signal.SIG_BLOCK, stop_signals)
     try:
         runtime = build(settings)
     except SchemaError as exc:
         _refuse(exc)
-    stop = threading.Event()
-    for signum in (signal.SIGINT, signal.SIGTERM):
-        signal.signal(signum, lambda *_: stop.set())
     runtime.start_workers()
     log.info("worker running with %d threads", settings.workers)
-    stop.wait()
+    signal.sigwait(stop_signals)
     log.info("worker stopping")
     runtime.close()
 
