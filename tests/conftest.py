@@ -26,6 +26,7 @@ pytest_plugins = [
     "tests.browser_harness",
     "tests.services",
     "tests.clean_install",
+    "tests.mlflow_server",
 ]
 # threshold files written as test modules (tests/fixtures/gates): data, not tests
 collect_ignore_glob = ["fixtures/*"]

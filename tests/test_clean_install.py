@@ -242,6 +242,34 @@ def test_wandb_extra_reads_w_and_b(install: Install, example: Path) -> None:
     assert review.returncode == 0, review.stderr
 
 
+def test_mlflow_extra_reads_an_mlflow_server(
+    install: Install, mlflow_server: str, example: Path
+) -> None:
+    from mlflow.entities import Metric
+    from mlflow.tracking import MlflowClient
+
+    with_mlflow = install("mlflow")
+    client = MlflowClient(tracking_uri=mlflow_server)
+    experiment = client.create_experiment("clean-install")
+    logged = {}
+    for i in range(4):
+        run_id = client.create_run(
+            experiment, start_time=1_780_000_000_000 + i * 3_600_000
+        ).info.run_id
+        client.log_batch(run_id, metrics=[Metric("eval/acc", 0.5 + i / 100, 0, 0)])
+        client.set_terminated(run_id, status="FINISHED")
+        logged[run_id] = 0.5 + i / 100
+    done = run(with_mlflow, "export", "--mlflow", "clean-install", "--tracking-uri",
+               mlflow_server, cwd=example)  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    lines = [json.loads(line) for line in done.stdout.splitlines()]
+    assert {r["id"]: r["summary"]["eval/acc"] for r in lines} == logged
+    # the base commands work beside the extra
+    review = run(with_mlflow, "review", "--history", "history.jsonl", "--file",
+                 f"head/{SCRIPT_PATH}", "--format", "json", cwd=example)  # fmt: skip
+    assert review.returncode == 0, review.stderr
+
+
 def test_app_extra_runs_the_store_and_names_the_queue_s_extra(
     install: Install, tmp_path: Path
 ) -> None:
