@@ -36,7 +36,7 @@ from bot.core.render.review import MARKER, render_comment
 from demo.data import GATED_METRICS, SCRIPT_PATH, build_example, dump_jsonl
 from tests.fakes.github_api import FakeGitHub
 from tests.fakes.github_state import IssueComment, Repo
-from tests.fakes.wandb_server import API_KEY, FakeWandb, nightly_run, serve
+from tests.fakes.wandb_server import FakeWandb
 from tests.webhooks import fixture, patched
 
 pytestmark = pytest.mark.servers
@@ -381,21 +381,10 @@ def test_action_yml_passes_every_input_through_env() -> None:
     assert action["inputs"]["github-token"]["default"] == "${{ github.token }}"
 
 
-@pytest.fixture
-def wandb(world: World) -> Iterator[tuple[FakeWandb, dict[str, str]]]:
-    """A fake W&B holding the project the new script names, and the step's W&B settings."""
-    fake = FakeWandb()
-    for i in range(30):
-        score = {"eval": {"all": {"avg_score": 0.45 + i / 1000}}, "_step": i}
-        fake.add_run("acme", "gsm8k_fully_async_ci", nightly_run(i, summary=score))
-    with serve(fake) as url:
-        yield fake, {"WANDB_API_KEY": API_KEY, "WANDB_BASE_URL": url, "WANDB_ENTITY": "acme"}
-
-
 def test_history_from_wandb_or_the_project_the_script_names(
-    world: World, wandb: tuple[FakeWandb, dict[str, str]]
+    world: World, async_ci_wandb: tuple[FakeWandb, dict[str, str]]
 ) -> None:
-    fake, settings = wandb
+    fake, settings = async_ci_wandb
     summaries = []
     for inputs in ({"wandb": "acme/gsm8k_fully_async_ci"}, {}):
         env = {**world.env(files=NEW_SCRIPT, history="", comment="false", **inputs), **settings}

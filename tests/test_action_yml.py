@@ -21,7 +21,7 @@ import re
 import subprocess
 import sys
 import uuid
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -33,7 +33,7 @@ from bot.core.analysis.limits import recompute_limit
 from bot.core.models import RuleSettings
 from demo.data import SCRIPT_PATH
 from tests.clean_install import copy_checkout
-from tests.fakes.wandb_server import API_KEY, FakeWandb, nightly_run, serve
+from tests.fakes.wandb_server import FakeWandb
 from tests.test_action import HISTORY, NEW_SCRIPT, World, expected, ours
 from tests.test_action import world_fixture as world_fixture  # the fixture "world"
 
@@ -239,21 +239,10 @@ def test_a_pull_request_reviewed_with_a_history_file(runner: Runner, world: Worl
     assert f"threshold-bot: PR #1: action_required: {gates} gates in 1 file" in review.stdout
 
 
-@pytest.fixture
-def fake_wandb() -> Iterator[tuple[FakeWandb, dict[str, str]]]:
-    """A fake W&B with the project the new script names; the W&B settings of the job."""
-    fake = FakeWandb()
-    for i in range(30):
-        score = {"eval": {"all": {"avg_score": 0.45 + i / 1000}}, "_step": i}
-        fake.add_run("acme", "gsm8k_fully_async_ci", nightly_run(i, summary=score))
-    with serve(fake) as url:
-        yield fake, {"WANDB_API_KEY": API_KEY, "WANDB_BASE_URL": url, "WANDB_ENTITY": "acme"}
-
-
 def test_the_wandb_input_installs_its_client_and_needs_the_key(
-    runner: Runner, world: World, fake_wandb: tuple[FakeWandb, dict[str, str]]
+    runner: Runner, world: World, async_ci_wandb: tuple[FakeWandb, dict[str, str]]
 ) -> None:
-    fake, settings = fake_wandb
+    fake, settings = async_ci_wandb
     inputs = {
         "files": NEW_SCRIPT,
         "history": "",
