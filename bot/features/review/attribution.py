@@ -59,11 +59,10 @@ def attribute(
     if any(c and not is_sha(c) for c in commits):
         reads.warnings.append(NOT_SHAS)
     for change in review.changes:
-        span = _span(change)
+        span, verb = _span(change)
         try:
             merged, between = _merged_at(reads, change, max_commits)
         except GitHubNotFound:
-            verb = "is" if span.startswith("commit ") else "are"
             reads.warnings.append(f"{span} {verb} not in {repo}")
             changes.append(change)
             continue
@@ -156,16 +155,17 @@ def _merged_at(reads: _Reads, change: Change, max_commits: int) -> tuple[list[Pu
     return reads.merged(shas), between
 
 
-def _span(change: Change) -> str:
-    """The commits a change's attribution reads, as a warning names them: the range between
-    its two runs, the wider one when both ran the same commit, or that one commit."""
+def _span(change: Change) -> tuple[str, str]:
+    """The commits a change's attribution reads, as a warning names them, and the verb they
+    take: the range between its two runs, the wider one when both ran the same commit, or
+    that one commit."""
     before, after = _sha(change.before_commit), _sha(change.after_commit)
     if before and before == after:
         before = _sha(change.earlier_commit) or before
         after = _sha(change.later_commit) or after
     if before and before == after:
-        return f"commit {before[:7]}"
-    return f"commits {(before or '?')[:7]}...{(after or '?')[:7]}"
+        return f"commit {before[:7]}", "is"
+    return f"commits {(before or '?')[:7]}...{(after or '?')[:7]}", "are"
 
 
 def _sha(commit: str | None) -> str | None:
