@@ -293,8 +293,8 @@ def test_push_event_audits_to_the_summary_without_a_comment(world: World) -> Non
         ({"files": "../outside.sh"}, "'..' segment"),
         ({"history": "ci/none.jsonl"}, "history ci/none.jsonl: no such file"),
         ({"wandb": "acme/proj", "history": ""}, "W&B: WANDB_API_KEY is not set"),
-        # the project the new script names, needed without the input: the same line
-        ({"files": NEW_SCRIPT, "history": ""}, "W&B: WANDB_API_KEY is not set (give it"),
+        # the project the script names at the base (and the head), needed without the input
+        ({"files": SCRIPT_PATH, "history": ""}, "W&B: WANDB_API_KEY is not set (give it"),
         ({"fail-on": "sometimes"}, "fail-on: expected one of"),
         ({"comment": "maybe"}, "comment: expected true or false"),
         ({"config": "none.yml"}, "none.yml"),
@@ -386,18 +386,25 @@ def test_history_from_wandb_or_the_project_the_script_names(
 ) -> None:
     fake, settings = async_ci_wandb
     summaries = []
-    for inputs in ({"wandb": "acme/gsm8k_fully_async_ci"}, {}):
-        env = {**world.env(files=NEW_SCRIPT, history="", comment="false", **inputs), **settings}
+    for files, inputs in (
+        (NEW_SCRIPT, {"wandb": "acme/gsm8k_fully_async_ci"}),
+        (NEW_SCRIPT, {}),  # the project the PR's new script names: not the base's choice
+        (SCRIPT_PATH, {}),  # the project the script names at the base and the head
+    ):
+        env = {**world.env(files=files, history="", comment="false", **inputs), **settings}
         result = run_action(env)
         assert result.returncode == 0, result.stderr
         summaries.append(Path(env["GITHUB_STEP_SUMMARY"]).read_text(encoding="utf-8"))
-    # the same runs: the script's own project is that project
     rows = [[line for line in s.splitlines() if line.startswith("| <code>")] for s in summaries]
-    assert rows[0] == rows[1] and len(rows[0]) == 1
-    assert (
-        "W&B project <code>gsm8k\\_fully\\_async\\_ci</code>, named in the script" in summaries[1]
-    )
     assert "<code>wandb:acme/gsm8k\\_fully\\_async\\_ci</code>, instead of" in summaries[0]
+    # without the input a source the PR names is shown, not read (the App's rule)
+    [proposed] = rows[1]
+    assert "**0.40** (new)" in proposed and "reads a new source" in proposed
+    assert "not read until a maintainer approves" in summaries[1]
+    assert sum(fake.projects_asked.values()) == 2  # the first run's, then the third's
+    assert (
+        "W&B project <code>gsm8k\\_fully\\_async\\_ci</code>, named in the script" in (summaries[2])
+    )
     finished = sorted(
         (r for r in fake.projects[("acme", "gsm8k_fully_async_ci")].values()),
         key=lambda r: r.created_at,

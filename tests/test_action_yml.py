@@ -277,6 +277,7 @@ def test_the_wandb_input_installs_its_client_and_needs_the_key(
 
 def test_a_source_whose_client_is_not_installed(runner: Runner, world: World) -> None:
     config = "sources:\n  tracking: {kind: mlflow, experiment: gsm8k}\ndefault_source: tracking\n"
+    world.repo.commit("main", {".github/threshold-bot.yml": config})  # the PR's base has it
     (world.workspace / ".github").mkdir()
     (world.workspace / ".github" / "threshold-bot.yml").write_text(config)
     (world.workspace / "ci" / "plain.sh").write_text(

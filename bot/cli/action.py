@@ -12,6 +12,11 @@ On a ``pull_request`` event: the threshold files matching ``--files`` in the wor
 PR's checkout) are diffed against their versions at the PR's base SHA, read through the
 API (a file the PR adds has none: every gate is new); the review goes to the job summary
 and, with ``--comment true``, into the one marked PR comment, edited in place on each run.
+Everything else the review reads from the repository is read at the base SHA through the
+API too, never from the PR's checkout (the App's rule, docs/security.md): the config and
+every history file (those the config names, and the ``history`` input).  A config or a
+history file the PR changes in its checkout is named in the review, which then requires
+action (``bot.features.action``).
 Any other event (push, schedule): an audit of the files, to the summary only.
 Exit status: 1 when the conclusion reaches ``--fail-on``; 2 on an error, said in one line
 in the log, as an ``::error::`` annotation and in the summary.
@@ -20,10 +25,12 @@ in the log, as an ``::error::`` annotation and in the summary.
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import os
 import re
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Annotated, Any
@@ -38,12 +45,22 @@ from bot.adapters.settings import DEFAULT_THRESHOLD_FILE_BYTES
 from bot.cli.errors import PROG, UsageProblem, fail
 from bot.cli.histories import LocalHistories, inside
 from bot.cli.review import rule_settings, web_url
-from bot.core.api_paths import is_full_name
+from bot.core.api_paths import is_full_name, repo_path_problem
 from bot.core.config import CONFIG_PATH, ConfigError, RepoConfig, parse_config
 from bot.core.formatting import plural
+from bot.core.history.sources import HistoryError
 from bot.core.models import SourceSpec
 from bot.core.render.review import MARKER, rebaseline_options, render_comment
-from bot.features.action import FileVersions, fails, find_changes, review_gates
+from bot.core.thresholds.pinning import changed_file
+from bot.features.action import (
+    FileVersions,
+    fails,
+    find_changes,
+    history_files,
+    review_gates,
+)
+from bot.features.repo_config import read_config
+from bot.features.repo_files import repo_file_reader
 
 FAIL_ON = ("action_required", "neutral", "none")
 MAX_FILES = 200  # threshold files in one run: a glob matching the whole tree is a mistake
@@ -136,11 +153,27 @@ def _read(path: Path, what: str, limit: int) -> str:
 
 
 def _override(
-    histories: LocalHistories, workspace: Path, history: str | None, wandb: str | None
+    histories: LocalHistories,
+    workspace: Path,
+    history: str | None,
+    wandb: str | None,
+    base: Callable[[str], str] | None = None,
 ) -> SourceSpec | None:
-    """The history every gate reads (``history`` or ``wandb``), checked; None: their own."""
+    """The history every gate reads (``history`` or ``wandb``), checked; None: their own.
+    ``base``: the reader of the PR's base, where the history file must be (a PR's review)."""
     if history and wandb:
         raise UsageProblem("give one of history and wandb, not both")
+    if history and base is not None:
+        problem = repo_path_problem(history)
+        if problem is not None:
+            raise UsageProblem(f"history {history!r}: {problem}; give a path in the repository")
+        try:
+            base(history)
+        except FileNotFoundError:
+            raise UsageProblem(f"history {history}: no such file at the PR's base") from None
+        except HistoryError:
+            pass  # it exists but cannot be read now: the review says why
+        return SourceSpec(kind="file", path=history)
     if history:
         if not inside(workspace, history, "history").is_file():
             raise UsageProblem(f"history {history}: no such file in the repository")
@@ -150,6 +183,24 @@ def _override(
         histories.require(spec)  # needed by the input, before anything is read
         return spec
     return None
+
+
+def _same_as_base(workspace: Path, path: str, base: str | None) -> bool:
+    """Whether the PR's checkout holds ``path`` as the base has it (``base`` None: absent);
+    the checkout's copy is read only when its size is the base's, so at most as much."""
+    try:
+        target = inside(workspace, path, "file")
+    except UsageProblem:  # a link out of the checkout: not what the base holds
+        return False
+    try:
+        if not target.is_file():
+            return base is None and not target.exists()
+        if base is None:
+            return False
+        data = base.encode("utf-8")
+        return target.stat().st_size == len(data) and target.read_bytes() == data
+    except OSError:
+        return False
 
 
 def _flag(value: str, name: str) -> bool:
@@ -223,29 +274,46 @@ def _run(
     if not is_full_name(repo):
         raise UsageProblem("GITHUB_REPOSITORY: expected OWNER/NAME (run in a GitHub workflow)")
     pull = _pull(_env("GITHUB_EVENT_PATH"))
-    if config is None and (workspace / CONFIG_PATH).is_file():
-        config = CONFIG_PATH
-    repo_config = _config(workspace, config)
+    api_url = _env("GITHUB_API_URL") or DEFAULT_API_URL
+    server = _env("GITHUB_SERVER_URL")
+    repo_url = f"{server.rstrip('/')}/{repo}" if server else web_url(api_url, repo)
+    gh = None if pull is None else _client(api_url, comment_author)
+    changed: list[str] = []
+    warnings: tuple[str, ...] = ()
+    base: Callable[[str], str] | None = None
+    if gh is None or pull is None:  # an audit: the checkout is what is audited
+        if config is None and (workspace / CONFIG_PATH).is_file():
+            config = CONFIG_PATH
+        repo_config = _config(workspace, config)
+    else:  # a PR: the config at its base; the PR's change of it is shown
+        config, repo_config, warnings, moved = _base_config(gh, repo, pull, workspace, config)
+        changed += moved
+        base = functools.cache(repo_file_reader(gh, repo, pull.base_sha))
     rule = rule_settings(repo_config, window, None)
     paths = _expand_files(workspace, files)
     heads = {p: _read(workspace / p, p, THRESHOLD_BYTES) for p in paths}
     # a .env file in the workspace is the PR's; a source that does not exist: in the review
-    histories = LocalHistories(workspace, env_file=False, strict=False)
-    override = _override(histories, workspace, history, wandb)
-    api_url = _env("GITHUB_API_URL") or DEFAULT_API_URL
-    server = _env("GITHUB_SERVER_URL")
-    repo_url = f"{server.rstrip('/')}/{repo}" if server else web_url(api_url, repo)
-    if pull is None:
+    histories = LocalHistories(workspace, env_file=False, strict=False, files=base)
+    override = _override(histories, workspace, history, wandb, base)
+    if gh is None or pull is None:
         versions = [FileVersions(p, heads[p], audit=True) for p in paths]
-        gh = None
     else:
-        gh = _client(api_url, comment_author)
         versions = _changed(gh, repo, pull, heads)
-        if not versions:
+        if not versions and not changed:
             _unchanged(gh if post else None, repo, pull, len(paths))
             return False
-    found = find_changes(versions, repo_config)
-    review = review_gates(found, histories, config=repo_config, rule=rule, override=override)
+    found = find_changes(versions, repo_config, pin=override is None)
+    if base is not None:
+        changed += _changed_histories(workspace, base, history_files(found, override))
+    review = review_gates(
+        found,
+        histories,
+        config=repo_config,
+        rule=rule,
+        override=override,
+        changed=changed,
+        warnings=warnings,
+    )
     # the rebaseline command it prints repeats this run's history and rule options
     options = rebaseline_options(
         PurePosixPath(history) if history else None,
@@ -280,6 +348,46 @@ def _client(api_url: str, author: str | None) -> GitHubAPI:
         return workflow_client(token, base_url=api_url, author=author)
     except GitHubError as exc:
         raise UsageProblem(f"GitHub refused the token: {exc}") from None
+
+
+def _base_config(
+    gh: GitHubAPI, repo: str, pull: PullRef, workspace: Path, config: str | None
+) -> tuple[str | None, RepoConfig, tuple[str, ...], list[str]]:
+    """The config at the PR's base, as the App reads it (defaults when absent, invalid or too
+    large, saying why; the ``config`` input must be there): its path (None: none), the
+    config, its warnings, and what the review says when the PR changes it."""
+    path = config or CONFIG_PATH
+    try:
+        text, parsed, warnings = read_config(
+            gh, repo, pull.base_sha, max_bytes=THRESHOLD_BYTES, path=path
+        )
+    except GitHubError as exc:
+        raise UsageProblem(f"config {path}: cannot read it at the PR's base: {exc}") from None
+    if config and text is None and not warnings:
+        raise UsageProblem(f"config {config}: no such file at the PR's base")
+    moved = (
+        []
+        if _same_as_base(workspace, path, text)
+        else [changed_file(path, "the repository config")]
+    )
+    return (path if text is not None else config), parsed, warnings, moved
+
+
+def _changed_histories(
+    workspace: Path, base: Callable[[str], str], files: dict[str, tuple[str, ...]]
+) -> list[str]:
+    """What the review says of each history file it reads that the PR changes."""
+    said = []
+    for path, gates in files.items():
+        try:
+            text: str | None = base(path)
+        except FileNotFoundError:
+            text = None
+        except HistoryError:
+            continue  # unreadable at the base: the review says so, and requires action
+        if not _same_as_base(workspace, path, text):
+            said.append(changed_file(path, f"the run history of {', '.join(gates)}"))
+    return said
 
 
 def _changed(gh: GitHubAPI, repo: str, pull: PullRef, heads: dict[str, str]) -> list[FileVersions]:

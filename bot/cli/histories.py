@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import importlib.util
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -99,7 +99,9 @@ class LocalHistories:
     come from a ``.env`` file too (not in the Action, whose workspace is the PR's);
     ``settings``: given outright (``export --tracking-uri``); ``strict``: a source that does
     not exist is bad input (``UsageProblem``), as the command line has it, else a
-    ``HistoryNotFound`` that the Action's review reports, as the App's does.  Every remote
+    ``HistoryNotFound`` that the Action's review reports, as the App's does; ``files``: reads
+    a ``file`` source's text instead of the checkout (the Action's PR review: the base's, from
+    GitHub), raising ``FileNotFoundError`` or a ``HistoryError``.  Every remote
     source is built by :meth:`remote`, which raises ``UsageProblem`` for a missing
     requirement first.
     """
@@ -112,8 +114,10 @@ class LocalHistories:
         settings: Settings | None = None,
         skip_bad_lines: bool = False,
         strict: bool = True,
+        files: Callable[[str], str] | None = None,
     ) -> None:
         self._root = root.resolve()
+        self._files = files
         self._env_file = env_file
         self._settings = settings
         self._skip_bad_lines = skip_bad_lines
@@ -176,7 +180,8 @@ class LocalHistories:
     def _fetch(self, spec: SourceSpec) -> History:
         if spec.kind == "file":
             try:
-                return FileSource(self._text, skip_bad_lines=self._skip_bad_lines).fetch(spec)
+                read = self._files or self._text
+                return FileSource(read, skip_bad_lines=self._skip_bad_lines).fetch(spec)
             except UsageProblem as exc:  # a path leading out of the checkout
                 raise BadHistory(str(exc)) from None
         if spec.kind == "wandb":  # the review names the project it read, WANDB_ENTITY's

@@ -10,6 +10,13 @@ the workflow chooses:
 - without it each gate reads the source its file or the config names (the script's own
   project), as in the App; a gate with none is ``no_data``, the review says where to name one.
 
+On a PR the config and the history files are the base's (the shell reads them there), and
+without ``override`` a gate reads the source the base decides (``bot.core.thresholds.pinning``,
+as in the App): a source the PR's file names instead is shown, is not read, and makes the
+review ``action_required``.  A config or history file the PR changes is named with what it
+is to the review (``changed``), making it ``action_required`` too: the PR is judged by the
+base, a maintainer judges the change.
+
 A threshold file the head leaves unparseable is named in the review and makes it
 ``action_required`` (the PR broke it); one unparseable at the base only is treated as new.
 """
@@ -27,6 +34,8 @@ from bot.core.models import Conclusion, GateChange, Review, RuleSettings, Source
 from bot.core.thresholds.diff import diff_gates, removed_gates
 from bot.core.thresholds.discover import find_gates
 from bot.core.thresholds.errors import ThresholdFileError
+from bot.core.thresholds.pinning import SourceProposal, mark_proposals, pin_sources
+from bot.features.review.approval import gate_key
 
 # what a parser may still raise on hostile input past its own limits (never a crash)
 PARSE_FAILURES = (ThresholdFileError, RecursionError, ValueError, UnicodeError, OverflowError)
@@ -52,12 +61,19 @@ class FoundGates:
     changes: tuple[GateChange, ...] = ()
     errors: tuple[str, ...] = ()  # files the head leaves unparseable: "path:line: reason"
     notes: tuple[str, ...] = ()
+    proposals: tuple[SourceProposal, ...] = ()  # sources the PR's files name, not the base's
 
 
-def find_changes(versions: Sequence[FileVersions], config: RepoConfig) -> FoundGates:
-    """The gate changes of every file (a file without gates is named in ``notes``)."""
+def find_changes(
+    versions: Sequence[FileVersions], config: RepoConfig, *, pin: bool = True
+) -> FoundGates:
+    """The gate changes of every file (a file without gates is named in ``notes``); ``pin``:
+    each gate reads the source the base decides (``config`` is the base's), a source the
+    head's file names instead is a proposal (without ``pin``, the workflow's override
+    decides where every gate reads)."""
     files: list[ThresholdFile] = []
     changes: list[GateChange] = []
+    proposals: list[SourceProposal] = []
     errors: list[str] = []
     notes: list[str] = []
     for version in versions:
@@ -71,14 +87,17 @@ def find_changes(versions: Sequence[FileVersions], config: RepoConfig) -> FoundG
             continue
         base = head if version.audit else _base(version, config, notes)
         files.append(head)
-        changes.extend(diff_gates(base, head))
+        diff = diff_gates(base, head)
+        pinned, moved = pin_sources(diff, base, config, (), gate_key) if pin else (diff, [])
+        changes.extend(pinned)
+        proposals.extend(moved)
         notes += [f"{version.path}: {note}" for note in head.notes]
         if not version.audit:
             notes += [
                 f"{version.path}: the PR removes gate {g.name} ({g.metric} {g.op} {g.literal})"
                 for g in removed_gates(base, head)
             ]
-    return FoundGates(tuple(files), tuple(changes), tuple(errors), tuple(notes))
+    return FoundGates(tuple(files), tuple(changes), tuple(errors), tuple(notes), tuple(proposals))
 
 
 def _base(version: FileVersions, config: RepoConfig, notes: list[str]) -> ThresholdFile | None:
@@ -106,6 +125,26 @@ def with_override(spec: SourceSpec | None, override: SourceSpec | None) -> Sourc
     return spec.model_copy(update={name: getattr(override, name) for name in where})
 
 
+def _groups(
+    found: FoundGates, override: SourceSpec | None
+) -> dict[str, tuple[SourceSpec | None, list[GateChange]]]:
+    """The gate changes by the source each reads (key ``""``: none)."""
+    groups: dict[str, tuple[SourceSpec | None, list[GateChange]]] = {}
+    for change in found.changes:
+        spec = with_override(change.head.source, override)
+        groups.setdefault(spec.key() if spec else "", (spec, []))[1].append(change)
+    return groups
+
+
+def history_files(found: FoundGates, override: SourceSpec | None) -> dict[str, tuple[str, ...]]:
+    """The history files the review reads, each with the names of the gates that read it."""
+    files: dict[str, list[str]] = {}
+    for spec, changes in _groups(found, override).values():
+        if spec is not None and spec.kind == "file" and spec.path:
+            files.setdefault(spec.path, []).extend(c.head.name for c in changes)
+    return {path: tuple(dict.fromkeys(names)) for path, names in files.items()}
+
+
 def review_gates(
     found: FoundGates,
     history: HistorySource,
@@ -113,16 +152,18 @@ def review_gates(
     config: RepoConfig,
     rule: RuleSettings,
     override: SourceSpec | None = None,
+    changed: Sequence[str] = (),
+    warnings: Sequence[str] = (),
 ) -> Review:
     """One review of every gate, each against its source's history (grouped by source); a
-    history that cannot be read gives its gates ``no_data`` and the review says why."""
-    groups: dict[str, tuple[SourceSpec | None, list[GateChange]]] = {}
-    for change in found.changes:
-        spec = with_override(change.head.source, override)
-        groups.setdefault(spec.key() if spec else "", (spec, []))[1].append(change)
+    history that cannot be read gives its gates ``no_data`` and the review says why.
+
+    ``changed``: what the PR changes that the review reads at the base (``changed_file``),
+    each making it ``action_required``, as does a gate whose source the PR moves
+    (``found.proposals``); ``warnings``: more to say (the config's)."""
     unbound = tuple(u for tf in found.files for u in tf.unbound)
     reviews: list[Review] = []
-    for spec, changes in groups.values():
+    for spec, changes in _groups(found, override).values():
         shared = unbound if not reviews else ()
         if spec is None:
             error = (
@@ -142,8 +183,10 @@ def review_gates(
         )
     empty: Conclusion = "neutral" if unbound else "success"
     review = merge_reviews(reviews) if reviews else Review(conclusion=empty, unbound=unbound)
-    update: dict[str, object] = {"warnings": (*found.errors, *found.notes, *review.warnings)}
-    if found.errors:
+    review = mark_proposals(review, found.proposals)
+    notes = (*changed, *warnings, *found.errors, *found.notes, *review.warnings)
+    update: dict[str, object] = {"warnings": notes}
+    if found.errors or changed:
         update["conclusion"] = "action_required"
     return review.model_copy(update=update)
 

@@ -17,14 +17,27 @@ def config_at(
 ) -> tuple[RepoConfig, tuple[str, ...]]:
     """The repository config at ``ref`` (defaults when absent, invalid or over ``max_bytes``)
     and warnings saying why the defaults apply."""
+    _, config, warnings = read_config(gh, repo, ref, max_bytes=max_bytes)
+    return config, warnings
+
+
+def read_config(
+    gh: GitHubAPI,
+    repo: str,
+    ref: str,
+    *,
+    max_bytes: int = DEFAULT_THRESHOLD_FILE_BYTES,
+    path: str = CONFIG_PATH,
+) -> tuple[str | None, RepoConfig, tuple[str, ...]]:
+    """``config_at`` of the config at ``path``, with its text (None: absent or too large)."""
     try:
-        text = gh.file_text(repo, CONFIG_PATH, ref, max_bytes=max_bytes)
+        text = gh.file_text(repo, path, ref, max_bytes=max_bytes)
     except GitHubFileTooLarge as exc:
         limit = " (MAX_THRESHOLD_FILE_BYTES)" if exc.limit == max_bytes else ""
-        return RepoConfig(), (f"{exc}{limit} — using the default settings",)
+        return None, RepoConfig(), (f"{exc}{limit} — using the default settings",)
     if text is None:
-        return RepoConfig(), ()
+        return None, RepoConfig(), ()
     try:
-        return parse_config(text), ()
+        return text, parse_config(text, path), ()
     except ConfigError as exc:
-        return RepoConfig(), (f"{exc} — using the default settings",)
+        return text, RepoConfig(), (f"{exc} — using the default settings",)

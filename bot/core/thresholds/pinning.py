@@ -7,6 +7,10 @@ base, else its file's at the base, else the repository config's for that path â€
 different source named at the head is a ``SourceProposal``: shown in the review, requiring
 a maintainer's approval, and read only once an approval covers it (docs/security.md).
 The config is read at the base already, so only what a script names can move a source.
+
+The Action (``bot.features.action``) reads the config and the history files at the base too;
+a PR that changes one of them is shown as changing it (``changed_file``), and so is a gate
+whose source it moves (``mark_proposals``): either requires action, in the App's words.
 """
 
 from __future__ import annotations
@@ -16,7 +20,15 @@ from dataclasses import dataclass
 
 from bot.core.config import RepoConfig
 from bot.core.globs import glob_match
-from bot.core.models import DeclaredSource, Gate, GateChange, SourceSpec, ThresholdFile
+from bot.core.models import (
+    DeclaredSource,
+    Gate,
+    GateChange,
+    GateReview,
+    Review,
+    SourceSpec,
+    ThresholdFile,
+)
 from bot.core.thresholds.discover import resolve_source
 
 
@@ -79,3 +91,30 @@ def pin_sources(
         moved = head.model_copy(update={"source": spec, "declared": declared})
         pinned.append(change.model_copy(update={"head": moved}))
     return pinned, proposals
+
+
+def mark_proposals(review: Review, proposals: Sequence[SourceProposal]) -> Review:
+    """``review`` with each gate whose source the PR changes marked, requiring action."""
+    if not proposals:
+        return review
+    by_gate = {(p.gate.file, p.gate.name, p.gate.metric, p.gate.op): p for p in proposals}
+
+    def marked(gate: GateReview) -> GateReview:
+        proposal = by_gate.get((gate.file, gate.name, gate.metric, gate.op))
+        if proposal is None:
+            return gate
+        named = proposal.gate.source.describe() if proposal.gate.source else "none"
+        update = {"proposed_source": named, "warnings": (*gate.warnings, proposal.describe())}
+        return gate.model_copy(update=update)
+
+    gates = tuple(marked(g) for g in review.gates)
+    return review.model_copy(update={"gates": gates, "conclusion": "action_required"})
+
+
+def changed_file(path: str, role: str) -> str:
+    """What the review says of a file the PR changes and the review reads at the base
+    instead (``role``: what the file is to the review, e.g. "the repository config")."""
+    return (
+        f"the PR changes {path} ({role}): this review reads it at the base, "
+        "and the change takes effect only once merged; a maintainer must look"
+    )

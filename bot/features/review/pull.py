@@ -30,7 +30,7 @@ Decisions:
 
 from __future__ import annotations
 
-from collections.abc import Callable, Container, Sequence
+from collections.abc import Callable, Container
 from dataclasses import dataclass, field, replace
 from typing import Literal
 
@@ -42,7 +42,7 @@ from bot.adapters.github.api import (
     GitHubAPI,
     PullInfo,
 )
-from bot.adapters.github.errors import GitHubError, GitHubFileTooLarge, GitHubPermanentError
+from bot.adapters.github.errors import GitHubFileTooLarge, GitHubPermanentError
 from bot.adapters.history.files import FileSource
 from bot.adapters.settings import DEFAULT_THRESHOLD_FILE_BYTES
 from bot.core import deadline
@@ -51,7 +51,6 @@ from bot.core.config import CONFIG_PATH, RepoConfig
 from bot.core.globs import glob_match
 from bot.core.history.series import with_series
 from bot.core.history.sources import (
-    BadHistory,
     HistoryError,
     HistorySource,
     HistoryUnavailable,
@@ -60,7 +59,6 @@ from bot.core.history.sources import (
 from bot.core.models import (
     Conclusion,
     GateChange,
-    GateReview,
     History,
     Review,
     SourceSpec,
@@ -71,8 +69,9 @@ from bot.core.render.review import MARKER, render_check, render_comment
 from bot.core.thresholds.diff import diff_gates, removed_gates
 from bot.core.thresholds.discover import find_gates, is_candidate, is_named
 from bot.core.thresholds.errors import ThresholdFileError
-from bot.core.thresholds.pinning import SourceProposal, pin_sources
+from bot.core.thresholds.pinning import SourceProposal, mark_proposals, pin_sources
 from bot.features.repo_config import config_at
+from bot.features.repo_files import repo_file_reader
 from bot.features.review.approval import (
     ApprovalLike,
     ApprovalLookup,
@@ -240,25 +239,9 @@ def _located(exc: ThresholdFileError) -> str:
 
 
 def repo_history(gh: GitHubAPI, repo: str, ref: str) -> FileSource:
-    """A ``FileSource`` reading history files from the repository at ``ref``.
-
-    Every failure to read one is a ``HistoryError``, so that the review says what happened:
-    a file over the size limit is ``BadHistory``; any other GitHub failure (403, a 5xx after
-    the client's retries…) ``HistoryUnavailable``.
-    """
-
-    def read_text(path: str) -> str:
-        try:
-            text = gh.file_text(repo, path, ref)
-        except GitHubFileTooLarge as exc:
-            raise BadHistory(str(exc)) from exc
-        except GitHubError as exc:
-            raise HistoryUnavailable(f"{path} could not be read from GitHub: {exc}") from exc
-        if text is None:
-            raise FileNotFoundError(path)
-        return text
-
-    return FileSource(read_text)
+    """A ``FileSource`` reading history files from the repository at ``ref``
+    (``bot.features.repo_files``)."""
+    return FileSource(repo_file_reader(gh, repo, ref))
 
 
 RemoteHistory = Callable[[SourceSpec], HistorySource]
@@ -336,7 +319,7 @@ def analyse(found: PullThresholds, history: HistorySource) -> Analysis:
     # no gate: nothing was checked; literals that look like thresholds make that worth a look
     empty: Conclusion = "neutral" if unbound else "success"
     review = merge_reviews(reviews) if reviews else Review(conclusion=empty, unbound=unbound)
-    review = _with_proposals(review, found.proposals)
+    review = mark_proposals(review, found.proposals)
     update: dict[str, object] = {"warnings": found.errors + found.warnings + review.warnings}
     if found.errors:
         update["conclusion"] = "action_required"
@@ -364,24 +347,6 @@ def _hinted(found: PullThresholds) -> bool:
         tf for tf in found.files if any(glob_match(d.path, tf.path) for d in found.config.files)
     ]
     return any(u.config for tf in named for u in tf.unbound)
-
-
-def _with_proposals(review: Review, proposals: Sequence[SourceProposal]) -> Review:
-    """``review`` with each gate whose source the PR changes marked, requiring action."""
-    if not proposals:
-        return review
-    by_gate = {(p.gate.file, p.gate.name, p.gate.metric, p.gate.op): p for p in proposals}
-
-    def marked(gate: GateReview) -> GateReview:
-        proposal = by_gate.get((gate.file, gate.name, gate.metric, gate.op))
-        if proposal is None:
-            return gate
-        named = proposal.gate.source.describe() if proposal.gate.source else "none"
-        update = {"proposed_source": named, "warnings": (*gate.warnings, proposal.describe())}
-        return gate.model_copy(update=update)
-
-    gates = tuple(marked(g) for g in review.gates)
-    return review.model_copy(update={"gates": gates, "conclusion": "action_required"})
 
 
 # --------------------------------------------------------------------------- publishing
