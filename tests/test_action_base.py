@@ -133,6 +133,9 @@ def test_a_rewritten_history_file_is_read_at_the_base(base: FakeGitHub, tmp_path
     assert f"the PR changes {HISTORY}" in summary.replace("\\_", "_")
     # the base's runs were read: their smallest acc, not the forged one, is in the row
     assert "0.80" in loose_row(summary) and "0.105" not in loose_row(summary)
+    # checked (the input), compared and read: one request, at the base
+    asked = w.fake.requests("GET", f"/repos/{REPO}/contents/{HISTORY}")
+    assert [c.query.get("ref") for c in asked] == [w.repo.head("main")]
 
 
 def test_a_history_the_config_names_is_read_at_the_base(base: FakeGitHub, tmp_path: Path) -> None:
@@ -259,3 +262,35 @@ def test_a_history_replaced_by_a_link_out_of_the_checkout(base: FakeGitHub, tmp_
     assert f"the PR changes {HISTORY}" in summary.replace("\\_", "_")
     assert "0.80" in loose_row(summary)
     assert str(tmp_path) not in summary
+
+
+def test_a_history_input_naming_a_file_the_pr_adds(base: FakeGitHub, tmp_path: Path) -> None:
+    # under pull_request the PR's workflow file runs: it may name a history file it adds
+    w = world(
+        base,
+        tmp_path,
+        {GATE: script("0.75"), HISTORY: HONEST},
+        {GATE: script("0.10"), FORGED: FORGED_RUNS},
+    )
+    env = w.env(files=GATE, history=FORGED, comment="false", **{"fail-on": "action_required"})
+    result = run_action(env)
+    assert result.returncode == 2
+    assert (
+        result.stderr == f"threshold-bot: error: history {FORGED}: no such file at the PR's base\n"
+    )
+
+
+def test_an_invalid_config_at_the_base_gives_the_defaults_and_says_so(
+    base: FakeGitHub, tmp_path: Path
+) -> None:
+    broken = "rule:\n  allowance: 5\n"
+    w = world(
+        base,
+        tmp_path,
+        {GATE: script("0.75"), HISTORY: HONEST, CONFIG: broken},
+        {GATE: script("0.76")},
+    )
+    status, summary, conclusion = review(w)
+    assert (status, conclusion) == (0, "success")  # the default rule: 0.76 follows it
+    assert "rule.allowance" in summary and "using the default settings" in summary
+    assert "the PR changes" not in summary
