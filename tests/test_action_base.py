@@ -115,10 +115,15 @@ def test_the_loosening_alone_requires_action(base: FakeGitHub, tmp_path: Path) -
     assert "the PR changes" not in summary  # nothing but the gate: no other reason given
 
 
-def test_honest_tightening_passes(base: FakeGitHub, tmp_path: Path) -> None:
-    w = world(base, tmp_path, {GATE: script("0.75"), HISTORY: HONEST}, {GATE: script("0.76")})
-    status, summary, conclusion = review(w)
+@pytest.mark.parametrize("through", ["input", "config"])
+def test_honest_tightening_passes(base: FakeGitHub, tmp_path: Path, through: str) -> None:
+    files = {GATE: script("0.75"), HISTORY: HONEST}
+    if through == "config":  # the config names the history: unchanged by the PR, no mark
+        files[CONFIG] = BASE_CONFIG
+    w = world(base, tmp_path, files, {GATE: script("0.76")})
+    status, summary, conclusion = review(w, history=HISTORY if through == "input" else "")
     assert (status, conclusion) == (0, "success"), summary
+    assert "the PR changes" not in summary
 
 
 def test_a_rewritten_history_file_is_read_at_the_base(base: FakeGitHub, tmp_path: Path) -> None:
@@ -148,6 +153,7 @@ def test_a_history_the_config_names_is_read_at_the_base(base: FakeGitHub, tmp_pa
     status, summary, conclusion = review(w, history="")
     assert (status, conclusion) == (1, "action_required")
     assert f"the PR changes {HISTORY}" in summary.replace("\\_", "_")
+    assert f"the PR changes {CONFIG}" not in summary.replace("\\_", "_")
     assert "0.105" not in loose_row(summary)
 
 
