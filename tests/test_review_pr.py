@@ -249,6 +249,48 @@ def test_config_is_read_at_the_base_not_the_head(repo: RecordingGitHub) -> None:
     assert [s.path for s in outcome.sources] == [HISTORY]
 
 
+def test_a_pr_changing_the_config_is_marked_and_requires_action(repo: RecordingGitHub) -> None:
+    # The value the rule gives would pass; the config the PR also rewrites makes it a case
+    # for a maintainer, with the reason, as the Action says it (bot.core.thresholds.pinning).
+    proposed = rule_limit(scores()[-20:], "0.56")
+    loose = FILE_SOURCE + "rule:\n  allowance: 0.25\n"
+    pull = repo.open_pull(21, {SCRIPT: script(f"{proposed:.2f}"), CONFIG: loose})
+
+    outcome = review_pull(repo, repo.repo, 21)
+
+    assert outcome.review is not None
+    assert [g.verdict for g in outcome.review.gates] == ["ok"]
+    assert outcome.review.conclusion == "action_required"
+    assert any(
+        w.startswith(f"the PR changes {CONFIG} (the repository config)")
+        for w in outcome.review.warnings
+    )
+    assert repo.check_for(pull.head_sha).conclusion == "action_required"
+
+
+def test_a_pr_rewriting_the_history_a_gate_reads_is_reviewed_against_the_base_and_marked(
+    repo: RecordingGitHub,
+) -> None:
+    # The PR loosens the gate and rewrites the history so that the loosening looks right:
+    # the base's runs judge it, and the rewrite is named.
+    loose = 0.10
+    flattering = history_jsonl(repo.commits, [loose + 0.01] * RUNS)
+    pull = repo.open_pull(22, {SCRIPT: script(f"{loose:.2f}"), HISTORY: flattering})
+
+    outcome = review_pull(repo, repo.repo, 22)
+
+    assert outcome.review is not None
+    (gate,) = outcome.review.gates
+    assert gate.recomputed == pytest.approx(rule_limit(scores()[-20:], "0.10"))
+    assert outcome.review.conclusion == "action_required"
+    said = [w for w in outcome.review.warnings if w.startswith(f"the PR changes {HISTORY}")]
+    assert said == [
+        f"the PR changes {HISTORY} (the run history of EVAL_ACC_MIN_VALUE): this review reads "
+        "it at the base, and the change takes effect only once merged; a maintainer must look"
+    ]
+    assert repo.check_for(pull.head_sha).conclusion == "action_required"
+
+
 def test_invalid_config_falls_back_to_defaults_with_a_warning(repo: RecordingGitHub) -> None:
     repo.commit({CONFIG: "rule: [not, a, mapping]\n"})
     repo.open_pull(18, {SCRIPT: script("0.50", project="gsm8k_ci")})

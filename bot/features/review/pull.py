@@ -10,7 +10,9 @@ Decisions:
   source the PR names instead is shown, makes the check ``action_required`` and is read
   only once a maintainer's approval covers it.  The operator's allow-lists
   (``bot.core.access``) apply on top: a refused source is never requested.  An invalid
-  config falls back to the defaults and says so in the review.
+  config falls back to the defaults and says so in the review.  A PR that also changes the
+  config, or a history file a changed gate reads, is reviewed against the base's and
+  marked as changing it (``action_required``, approvable): it takes effect once merged.
 - Every file is read with a size bound (``MAX_THRESHOLD_FILE_BYTES`` for threshold files
   and the config, ``MAX_FILE_BYTES`` for history files); one over it is named in the review.
 - A changed gate that could not be checked against a single run (no run has its metric,
@@ -69,7 +71,12 @@ from bot.core.render.review import MARKER, render_check, render_comment
 from bot.core.thresholds.diff import diff_gates, removed_gates
 from bot.core.thresholds.discover import find_gates, is_candidate, is_named
 from bot.core.thresholds.errors import ThresholdFileError
-from bot.core.thresholds.pinning import SourceProposal, mark_proposals, pin_sources
+from bot.core.thresholds.pinning import (
+    SourceProposal,
+    changed_file,
+    mark_proposals,
+    pin_sources,
+)
 from bot.features.repo_config import config_at
 from bot.features.repo_files import repo_file_reader
 from bot.features.review.approval import (
@@ -104,6 +111,7 @@ class PullThresholds:
     errors: tuple[str, ...] = ()  # "path:line: reason" of files the head leaves unparseable
     warnings: tuple[str, ...] = ()
     proposals: tuple[SourceProposal, ...] = ()  # sources the PR names, not read unapproved
+    touched: frozenset[str] = frozenset()  # every path the PR changes (previous paths too)
 
 
 @dataclass(frozen=True)
@@ -144,7 +152,9 @@ def read_thresholds(
     proposals: list[SourceProposal] = []
     errors: list[str] = []
     notes = list(warnings)
+    touched: set[str] = set()
     for changed in gh.pull_files(repo, pull.number):
+        touched.update(p for p in (changed.path, changed.previous_path) if p)
         if changed.status == "removed" or not is_candidate(changed.path, config):
             continue
         deadline.check(f"reading {changed.path}")
@@ -189,6 +199,7 @@ def read_thresholds(
         errors=tuple(errors),
         warnings=tuple(notes),
         proposals=tuple(proposals),
+        touched=frozenset(touched),
     )
 
 
@@ -320,11 +331,30 @@ def analyse(found: PullThresholds, history: HistorySource) -> Analysis:
     empty: Conclusion = "neutral" if unbound else "success"
     review = merge_reviews(reviews) if reviews else Review(conclusion=empty, unbound=unbound)
     review = mark_proposals(review, found.proposals)
-    update: dict[str, object] = {"warnings": found.errors + found.warnings + review.warnings}
-    if found.errors:
+    changed = _changed_reads(found)
+    update: dict[str, object] = {
+        "warnings": found.errors + changed + found.warnings + review.warnings
+    }
+    if found.errors or changed:
         update["conclusion"] = "action_required"
     review = review.model_copy(update=update)
     return Analysis(review=review, sources=tuple(sources), unavailable=unavailable)
+
+
+def _changed_reads(found: PullThresholds) -> tuple[str, ...]:
+    """What the review says of each file it reads at the base that the PR changes: the
+    repository config, and each history file a changed gate reads (each requires action)."""
+    said = (
+        [changed_file(CONFIG_PATH, "the repository config")] if CONFIG_PATH in found.touched else []
+    )
+    readers: dict[str, list[str]] = {}
+    for change in found.changes:
+        spec = change.head.source
+        if spec is not None and spec.kind == "file" and spec.path in found.touched:
+            readers.setdefault(spec.path, []).append(change.head.name)
+    for path, gates in readers.items():
+        said.append(changed_file(path, f"the run history of {', '.join(dict.fromkeys(gates))}"))
+    return tuple(said)
 
 
 def _drift_window(found: PullThresholds) -> PullThresholds:
