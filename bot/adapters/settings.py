@@ -12,8 +12,8 @@ Operational extras: ``WORKERS``, ``MAX_BODY_BYTES``, ``BOT_LOGIN``, ``MAX_ATTEMP
 ``WANDB_ENTITIES``, ``MLFLOW_TRACKING_URI`` / ``MLFLOW_TRACKING_TOKEN`` /
 ``MLFLOW_ALLOWED_URIS``, ``MAX_UNVERIFIED_BYTES``, ``STORE_TIMEOUT_SECONDS``,
 ``DELIVERY_RETENTION_DAYS``, ``RETRY_COOLDOWN_SECONDS`` and ``RECHECK_SECONDS``.  The
-interactive report of a reviewed PR: ``REPORT_BASE_URL``, ``REPORT_PRIVATE_REPOS`` and
-``REPORT_TTL_DAYS``.
+interactive report of a reviewed PR: ``REPORT_BASE_URL``, ``REPORT_PRIVATE_REPOS``,
+``REPORT_TTL_DAYS`` and ``REPORT_RECHECK_SECONDS``.
 
 ``load_settings`` turns the problems into one ``SettingsError`` whose message is one
 line naming every variable at fault, so ``serve`` can stop with a clear reason.
@@ -113,6 +113,9 @@ class Settings(BaseSettings):
     report_base_url: str | None = None
     report_private_repos: bool = False
     report_ttl_days: float = Field(default=30.0, gt=0)  # a report lives this long after a review
+    # a report older than this is shown only once its repository was seen, within this time,
+    # still public (or REPORT_PRIVATE_REPOS) and the App's (bot.app.reports)
+    report_recheck_seconds: float = Field(default=600.0, gt=0)
 
     @field_validator("wandb_entities")
     @classmethod
