@@ -76,6 +76,20 @@ def deliver_and_wait(
     from tests.webhooks import signed_fixture
 
     body, headers = signed_fixture(name, secret, changes)
+    return post_and_wait(url, sessions, body, headers, what=name, timeout=timeout)
+
+
+def post_and_wait(
+    url: str,
+    sessions: Any,
+    body: bytes,
+    headers: dict[str, str],
+    *,
+    what: str = "delivery",
+    timeout: float = 60.0,
+) -> deliveries.Delivery:
+    """POST a signed delivery (``tests.webhooks.signed``) to the App at ``url``; wait until
+    a worker has finished it (done or failed) and return its stored record."""
     answer = httpx.post(f"{url}/webhook", content=body, headers=headers, timeout=30)
     assert answer.status_code == 202, answer.text
     delivery_id = headers["X-GitHub-Delivery"]
@@ -84,7 +98,7 @@ def deliver_and_wait(
         found = deliveries.get(sessions, delivery_id)
         return found is not None and found.status in ("done", "failed")
 
-    wait_until(settled, timeout=timeout, what=f"{name} delivery to be processed")
+    wait_until(settled, timeout=timeout, what=f"{what} delivery to be processed")
     found = deliveries.get(sessions, delivery_id)
     assert found is not None
     return found

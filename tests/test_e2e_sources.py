@@ -46,6 +46,8 @@ pytestmark = pytest.mark.servers
 SECRET_PROJECT = "secret_ci"  # acme's other project, which no script on main names
 OTHER_INSTALLATION = 12
 OTHER_REPO = "mallory/evil"  # installed by another customer of the same App
+NUMBERED_INSTALLATION = 22
+NUMBERED_REPO = f"{INSTALLATION}/probe"  # an account whose login is installation 11's id
 
 
 @pytest.fixture(scope="module")
@@ -63,11 +65,16 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[World]:
             installation_id=OTHER_INSTALLATION,
             files={SCRIPT: script("0.45", project=None), CONFIG: pinned + "default_source: ci\n"},
         )
+        github.add_repo(
+            NUMBERED_REPO,
+            installation_id=NUMBERED_INSTALLATION,
+            files={SCRIPT: script("0.45", project=None), CONFIG: pinned + "default_source: ci\n"},
+        )
         mp.setenv("WANDB_API_KEY", API_KEY)
         mp.setenv("WANDB_BASE_URL", wandb_url)
         mp.setenv("WANDB_ENTITY", ENTITY)
         # the operator: installation 11 may read acme and lab; mallory's only its own entity
-        entities = {str(INSTALLATION): [ENTITY, "lab"], "mallory": ["mallory"]}
+        entities = {f"installation:{INSTALLATION}": [ENTITY, "lab"], "owner:mallory": ["mallory"]}
         mp.setenv("WANDB_ENTITIES", json.dumps(entities))
         settings = make_settings(
             tmp,
@@ -175,3 +182,39 @@ def test_an_installation_never_reads_an_entity_the_operator_did_not_give_it(
     with world.runtime.sessions() as session:
         mine = [t for t in tracked.tracked(session) if t.repo == OTHER_REPO]
     assert all(not t.sources for t in mine)  # nothing refused is re-synced every 15 minutes
+
+
+def test_an_account_named_like_an_installation_id_reads_nothing_of_that_installation(
+    world: World,
+) -> None:
+    """The GitHub account ``11`` (installation 22) is not installation 11: the operator's
+    grant to installation 11 is not its grant."""
+    probe = world.github.repo(NUMBERED_REPO)  # its main names acme/gsm8k_ci in the config
+    pr = probe.open_pr(4, head="probe", head_files={SCRIPT: script("0.10", project=None)})
+    world.wandb.projects_asked.clear()
+    owner, name = NUMBERED_REPO.split("/")
+
+    delivery = world.deliver(
+        "pull_request.opened",
+        {
+            "number": 4,
+            "pull_request.number": 4,
+            "pull_request.head.sha": pr.head_sha,
+            "pull_request.head.ref": pr.head_ref,
+            "pull_request.base.ref": pr.base_ref,
+            "repository.full_name": NUMBERED_REPO,
+            "repository.name": name,
+            "repository.owner.login": owner,
+            "installation.id": NUMBERED_INSTALLATION,
+            "sender.login": owner,
+        },
+    )
+
+    assert (delivery.status, delivery.attempts) == ("done", 1), delivery.last_error
+    assert sum(world.wandb.projects_asked.values()) == 0  # nothing of acme's was requested
+    body = the_comment(probe, 4).body
+    assert "is not one this installation may read" in body
+    for value in world.values:  # none of acme's numbers in the account's PR
+        assert f"{value:.4f}" not in body
+    (run,) = check_runs(probe, pr.head_sha)
+    assert run.conclusion == "action_required"

@@ -11,6 +11,7 @@ it changes is its own.  Expected numbers are computed here from the runs loaded 
 
 from __future__ import annotations
 
+import json
 import math
 import random
 from collections.abc import Iterator
@@ -216,7 +217,8 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[World]:
         mp.setenv("WANDB_BASE_URL", wandb_url)
         mp.setenv("WANDB_ENTITY", ENTITY)
         # the operator lets this installation read its two entities (default: WANDB_ENTITY only)
-        mp.setenv("WANDB_ENTITIES", f'{{"{INSTALLATION}": ["{ENTITY}", "{RL_ENTITY}"]}}')
+        grants = {f"installation:{INSTALLATION}": [ENTITY, RL_ENTITY]}
+        mp.setenv("WANDB_ENTITIES", json.dumps(grants))
         settings = make_settings(
             tmp,
             app_id=github.app_id,

@@ -22,12 +22,18 @@ import pytest
 from sqlalchemy import select
 
 from bot.adapters.settings import SettingsError, load_settings
-from bot.adapters.store import reports
+from bot.adapters.store import drift, reports, tracked
 from bot.adapters.store.db import init_db, make_engine
+from bot.adapters.store.deliveries import now_utc
+from bot.adapters.store.drift import DriftItemRow
 from bot.adapters.store.reports import MAX_HTML_BYTES, ReportRow, ReportTooLarge
-from bot.app.reports import CSP, NOT_FOUND
+from bot.app.reports import CSP, NOT_FOUND, UNCHECKED
+from bot.core.models import SourceSpec
+from tests.live import SECRET, post_and_wait, wait_until
 from tests.test_e2e_app import INSTALLATION, REPO, App, running_app
 from tests.test_review_pr import CONFIG, FILE_SOURCE, SCRIPT, script
+from tests.webhooks import repository_event as repository_event_payload
+from tests.webhooks import signed
 
 pytestmark = pytest.mark.servers
 
@@ -205,6 +211,176 @@ def test_a_report_over_the_size_bound_is_not_stored_and_the_log_says_so(
     )
 
 
+# ----- the repository going private, away or read-only -------------------------------------
+
+
+def repository_event(
+    app: App, action: str, repo: str = REPO, changes: dict[str, Any] | None = None
+) -> None:
+    """A signed ``repository`` delivery about ``repo``, processed by the App."""
+    payload = repository_event_payload(action, repo, INSTALLATION, changes)
+    body, headers = signed("repository", payload, SECRET)
+    delivery = post_and_wait(app.url, app.runtime.sessions, body, headers, what=action)
+    assert (delivery.status, delivery.outcome) == ("done", "1 handler(s) ran"), delivery.last_error
+
+
+def keep_more(app: App, repo: str) -> None:
+    """What else is stored of ``repo``: a tracked PR and a drift item."""
+    with app.runtime.sessions.begin() as session:
+        spec = SourceSpec(kind="wandb", entity="acme", project="ci")
+        tracked.track(
+            session,
+            installation_id=INSTALLATION,
+            repo=repo,
+            number=9,
+            head_sha="b" * 40,
+            sources=[spec],
+        )
+    item = drift.claim(
+        app.runtime.sessions,
+        repo=repo,
+        file=SCRIPT,
+        installation_id=INSTALLATION,
+        owner="t",
+        seconds=1,
+    )
+    assert item is not None
+
+
+def kept(app: App) -> dict[str, list[str]]:
+    """Which repositories have tracked PRs and drift items."""
+    with app.runtime.sessions() as session:
+        pulls = sorted({t.repo for t in tracked.tracked(session)})
+        items = sorted(session.scalars(select(DriftItemRow.repo)).all())
+    return {"tracked": pulls, "drift": items}
+
+
+def test_a_repository_made_private_stops_serving_its_reports_at_once(app: App) -> None:
+    token = review(app, "0.55")
+    assert token is not None and fetch(app, token).status_code == 200
+    keep_more(app, REPO)
+
+    app.repo.private = True
+    repository_event(app, "privatized")
+
+    assert (fetch(app, token).status_code, fetch(app, token).text) == (404, NOT_FOUND)
+    assert rows(app) == []
+    assert kept(app) == {"tracked": [REPO], "drift": [REPO]}  # still reviewed and watched
+
+
+def test_a_repository_made_private_keeps_its_reports_when_the_operator_opts_in(
+    tmp_path: Path,
+) -> None:
+    with running_app(tmp_path, report_base_url=BASE, report_private_repos=True) as app:
+        token = review(app, "0.55")
+        assert token is not None
+
+        app.repo.private = True
+        repository_event(app, "privatized")
+
+        assert fetch(app, token).status_code == 200 and len(rows(app)) == 1
+
+
+OTHER = "octo/other"  # another repository of the installation: left alone
+
+
+@pytest.mark.parametrize("action", ["deleted", "transferred"])
+def test_a_repository_deleted_or_transferred_is_forgotten(app: App, action: str) -> None:
+    token = review(app, "0.55")
+    assert token is not None and fetch(app, token).status_code == 200
+    keep_more(app, REPO)
+    keep_more(app, OTHER)
+    if action == "deleted":
+        repository_event(app, action)
+    else:  # the delivery names the new owner; what is stored is under the former name
+        former = {"owner": {"from": {"user": {"login": REPO.split("/")[0], "id": 1}}}}
+        repository_event(app, action, "lab/ml", former)
+
+    assert (fetch(app, token).status_code, fetch(app, token).text) == (404, NOT_FOUND)
+    assert rows(app) == []
+    assert kept(app) == {"tracked": [OTHER], "drift": [OTHER]}
+
+
+def test_an_archived_repository_is_no_longer_rechecked_and_its_report_stays(app: App) -> None:
+    token = review(app, "0.55")
+    assert token is not None
+    keep_more(app, REPO)
+
+    repository_event(app, "archived")
+
+    assert fetch(app, token).status_code == 200  # its visibility did not change
+    assert kept(app) == {"tracked": [], "drift": [REPO]}
+
+
+RECHECK = 1.0  # seconds: REPORT_RECHECK_SECONDS of the tests below
+
+
+@pytest.fixture
+def rechecking(tmp_path: Path) -> Iterator[App]:
+    with running_app(tmp_path, report_base_url=BASE, report_recheck_seconds=RECHECK) as running:
+        yield running
+
+
+def after_recheck_time(app: App) -> None:
+    """Wait until the stored report is older than ``RECHECK``."""
+    (row,) = rows(app)
+    wait_until(lambda: now_utc() - row.created_at > timedelta(seconds=RECHECK), what="recheck")
+
+
+def test_a_report_is_not_served_once_github_shows_its_repository_private_without_an_event(
+    rechecking: App,
+) -> None:
+    app = rechecking
+    token = review(app, "0.55")
+    assert token is not None and fetch(app, token).status_code == 200
+
+    def asked() -> int:
+        return len(app.fake.requests("GET", f"/repos/{REPO}"))
+
+    assert asked() == 0  # a fresh report: the review saw its repository public
+
+    after_recheck_time(app)
+    assert fetch(app, token).status_code == 200 and fetch(app, token).status_code == 200
+    assert asked() == 1  # looked up once, then cached for RECHECK seconds
+
+    app.repo.private = True  # no event arrives
+    wait_until(lambda: fetch(app, token).status_code == 404, timeout=10 * RECHECK, what="404")
+
+    assert asked() == 2
+    assert fetch(app, token).text == NOT_FOUND
+    assert rows(app) == []  # deleted once seen private
+
+
+def test_a_report_is_not_served_once_the_app_no_longer_reaches_its_repository(
+    rechecking: App,
+) -> None:
+    app = rechecking
+    token = review(app, "0.55")
+    assert token is not None
+
+    app.repo.installation_id = None  # uninstalled from it (or it went elsewhere), no event
+    after_recheck_time(app)
+
+    assert (fetch(app, token).status_code, fetch(app, token).text) == (404, NOT_FOUND)
+    assert app.fake.requests("GET", f"/repos/{REPO}/installation")
+    assert rows(app) == []
+
+
+def test_a_report_whose_visibility_cannot_be_checked_is_not_served(rechecking: App) -> None:
+    app = rechecking
+    token = review(app, "0.55")
+    assert token is not None
+    after_recheck_time(app)
+    app.fake.fail_next("GET", rf"^/repos/{REPO}$", status=502, times=4)  # and its retry
+
+    answer = fetch(app, token)
+
+    assert (answer.status_code, answer.text) == (503, UNCHECKED)
+    assert answer.headers["cache-control"] == "no-store"
+    assert len(rows(app)) == 1  # not known to be private: kept
+    wait_until(lambda: fetch(app, token).status_code == 200, timeout=30, what="served again")
+
+
 # ----- the store -----------------------------------------------------------------------------
 
 
@@ -228,17 +404,22 @@ def save(sessions: Any, key: bytes, html: str = "<p>report</p>", **kw: Any) -> s
     )
 
 
+def html_of(sessions: Any, token: str, at: datetime | None = None) -> str | None:
+    found = reports.find(sessions, token, at=at)
+    return None if found is None else found.html
+
+
 def test_each_pr_has_its_own_token_and_a_new_key_gives_new_links(sessions: Any) -> None:
     key = b"k" * 32
     seven, eight = save(sessions, key), save(sessions, key, number=8)
     assert seven != eight
     assert save(sessions, key, "<p>again</p>") == seven
-    assert reports.find(sessions, seven) == "<p>again</p>"
+    assert html_of(sessions, seven) == "<p>again</p>"
 
     rotated = save(sessions, b"r" * 32, "<p>rotated</p>")
 
     assert rotated != seven and reports.find(sessions, seven) is None
-    assert reports.find(sessions, rotated) == "<p>rotated</p>"
+    assert html_of(sessions, rotated) == "<p>rotated</p>"
 
 
 def test_a_report_over_the_bound_is_refused(sessions: Any) -> None:
@@ -255,7 +436,7 @@ def test_purge_deletes_only_the_expired_reports(sessions: Any) -> None:
 
     assert reports.find(sessions, old, at=later) is None
     assert reports.purge(sessions, at=later) == 1
-    assert reports.find(sessions, new, at=later) == "<p>report</p>"
+    assert html_of(sessions, new, at=later) == "<p>report</p>"
 
 
 def test_report_base_url_must_be_an_http_url() -> None:

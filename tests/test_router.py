@@ -9,11 +9,11 @@ from typing import Any
 import pytest
 
 from bot.adapters.locks import make_locks
-from bot.adapters.store import installations
+from bot.adapters.store import installations, tracked
 from bot.adapters.store.db import init_db, make_engine
 from bot.app.routes import app_router
 from bot.core.routing import Router, is_own_event, skip_reason
-from bot.features import comments
+from bot.features import comments, repositories
 from bot.features import installations as installation_events
 from bot.features.context import DeliveryInfo, HandlerContext
 from bot.features.drift import handlers as drift
@@ -21,7 +21,7 @@ from bot.features.review import approve, check_run
 from bot.features.review import handlers as review
 from tests import crash_handler
 from tests.live import Recorder, make_settings
-from tests.webhooks import event_of, fixture, fixture_names, patched
+from tests.webhooks import event_of, fixture, fixture_names, patched, repository_event
 
 
 def _context(tmp_path: Path, event: str, action: str | None) -> HandlerContext:
@@ -118,6 +118,36 @@ def test_the_app_router_composes_the_feature_routers() -> None:
     assert router.handlers("push", None) == [drift.on_push]
     assert router.handlers("check_run", "requested_action") == [approve.on_requested_action]
     assert router.handlers("check_run", "rerequested") == [check_run.on_rerequested]
+    assert router.handlers("repository", "privatized") == [repositories.on_privatized]
+    assert router.handlers("repository", "deleted") == [repositories.on_gone]
+    assert router.handlers("repository", "transferred") == [repositories.on_gone]
+    assert router.handlers("repository", "archived") == [repositories.on_archived]
+    assert router.handlers("repository", "renamed") == []
+
+
+@pytest.mark.parametrize(
+    ("former", "left"),
+    [
+        ({"organization": {"login": "octo", "id": 2}}, []),
+        ({"user": {"login": "octo", "id": 1}}, []),
+        ({}, ["octo/ml"]),  # a transfer that does not say from where: nothing to find
+    ],
+)
+def test_a_transfer_forgets_what_is_kept_under_the_former_name(
+    tmp_path: Path, former: dict[str, Any], left: list[str]
+) -> None:
+    ctx = _context(tmp_path, "repository", "transferred")
+    with ctx.sessions.begin() as session:
+        for repo in ("octo/ml", "lab/ml"):  # "lab/ml": a repository the new owner already had
+            tracked.track(
+                session, installation_id=7, repo=repo, number=1, head_sha="a" * 40, sources=[]
+            )
+    payload = repository_event("transferred", "lab/ml", 7, {"owner": {"from": former}})
+
+    assert app_router().dispatch("repository", "transferred", ctx, payload) == 1
+
+    with ctx.sessions() as session:
+        assert sorted(t.repo for t in tracked.tracked(session)) == sorted([*left, "lab/ml"])
 
 
 def test_routers_compose_and_extra_modules_must_expose_one() -> None:

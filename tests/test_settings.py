@@ -166,3 +166,87 @@ def test_logs_are_json_and_never_show_secrets(pem: str) -> None:
     assert "other-secret" not in stream.getvalue() and "hunter2" not in stream.getvalue()
     root.handlers[:], level = saved
     root.setLevel(level)
+
+
+_PROGRAM = "import sys; from bot.cli.main import app; sys.argv[0] = 'threshold-bot'; app()"
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        ("serve", "--port", "0"),
+        ("worker",),
+        ("watch",),
+        ("sync", "acme-ml/ci"),
+        ("db", "current"),
+        ("health",),  # python -m bot.app.health, the worker container's health check
+    ],
+)
+def test_a_bare_wandb_entities_key_stops_every_command_that_reads_the_settings(
+    tmp_path: Path, pem: str, command: tuple[str, ...]
+) -> None:
+    """``{"11": …}`` may mean installation 11 or the account named ``11``: refused before
+    anything starts, with the two ways to write it."""
+    env = {k: v for k, v in os.environ.items() if k in ("PATH", "HOME", "LANG")}
+    env |= {
+        "PYTHONPATH": str(ROOT),
+        "APP_ID": "1",
+        "PRIVATE_KEY": pem.replace("\n", "\\n"),
+        "WEBHOOK_SECRET": "s3cret",
+        "DATABASE_URL": f"sqlite:///{tmp_path / 'store.db'}",
+        "WANDB_ENTITIES": json.dumps({"11": ["acme-ml"], "owner:acme": ["acme-ml"]}),
+    }
+    args = ["-m", "bot.app.health"] if command == ("health",) else ["-c", _PROGRAM, *command]
+    result = subprocess.run(
+        [sys.executable, *args], env=env, cwd=tmp_path, capture_output=True, text=True, timeout=120
+    )
+
+    problem = (
+        'WANDB_ENTITIES: "11" does not say whether it is an installation or an account (an '
+        'account may be named like an installation\'s id): write "installation:11" for the '
+        'installation with id 11, or "owner:11" for the GitHub account 11'
+    )
+    if command == ("health",):
+        assert result.returncode == 1
+        assert json.loads(result.stdout) == {"status": "error", "reason": problem}
+    else:
+        assert result.returncode == 2
+        assert result.stderr.strip().splitlines() == [f"threshold-bot: error: {problem}"]
+    assert not (tmp_path / "store.db").exists()  # nothing started
+
+
+@pytest.mark.parametrize(
+    ("grants", "message"),
+    [
+        ({"acme": ["acme-ml"]}, 'write "owner:acme" for the GitHub account acme'),
+        ({"installation:acme": ["x"]}, "expected installation:ID"),
+        ({"owner:": ["x"]}, "expected owner:LOGIN"),
+        ({"team:acme": ["x"]}, 'expected installation:ID, owner:LOGIN or "*"'),
+        ({"owner:acme": [" "]}, "a W&B entity is empty"),
+    ],
+)
+def test_wandb_entities_keys_say_what_they_name(
+    monkeypatch: pytest.MonkeyPatch, grants: dict[str, list[str]], message: str
+) -> None:
+    monkeypatch.setenv("WANDB_ENTITIES", json.dumps(grants))
+    with pytest.raises(SettingsError) as err:
+        load_settings()
+    assert str(err.value).startswith("WANDB_ENTITIES: ") and message in str(err.value)
+
+
+def test_wandb_entities_in_the_new_form_are_read(monkeypatch: pytest.MonkeyPatch) -> None:
+    grants = {"installation:11": ["Acme-ML"], "Owner:Acme": ["lab"], "*": ["public"]}
+    monkeypatch.setenv("WANDB_ENTITIES", json.dumps(grants))
+    policy = load_settings().source_policy()
+    assert policy.entities(11, "someone") == {"acme-ml", "public"}
+    assert policy.entities(22, "ACME") == {"lab", "public"}
+    assert policy.entities(22, "11") == {"public"}  # the account "11" is not installation 11
+
+
+def test_wandb_entities_that_are_not_json_stop_with_one_line(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("WANDB_ENTITIES", '{"owner:acme": ')
+    with pytest.raises(SettingsError) as err:
+        load_settings()
+    assert str(err.value).startswith("WANDB_ENTITIES: not valid JSON")

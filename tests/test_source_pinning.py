@@ -158,7 +158,7 @@ def test_an_approval_does_not_survive_a_change_of_metric_operator_or_source() ->
 def test_a_refused_entity_is_never_requested_and_can_be_approved() -> None:
     gh, wandb = repo(script("0.75")), Recorded()
     pull = gh.open_pull(7, {SCRIPT: script("0.70")})
-    policy = SourcePolicy(default_entity="acme", wandb_entities={"other-org": ("other",)})
+    policy = SourcePolicy(default_entity="acme", wandb_entities={"owner:other-org": ("other",)})
     history = guarded(lambda _spec: wandb, policy, installation_id=7, owner="other-org")
 
     outcome = review_pull(gh, gh.repo, 7, remote_history=history)

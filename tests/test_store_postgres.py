@@ -149,7 +149,8 @@ def test_reports_clean_their_html_and_refuse_a_hostile_repository(sessions: Sess
     html = "<p>" + NUL + "report</p>"
     common: dict[str, Any] = {"key": b"k" * 32, "number": 7, "head_sha": "a" * 40}
     token = reports.save(sessions, repo="o/r", html=html, ttl_days=1.0, **common)
-    assert reports.find(sessions, token) == cleaned(html)
+    found = reports.find(sessions, token)
+    assert found is not None and (found.repo, found.html) == ("o/r", cleaned(html))
     refused(lambda: reports.save(sessions, repo="o/" + NUL, html="x", ttl_days=1.0, **common))
 
 

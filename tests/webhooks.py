@@ -78,3 +78,34 @@ def signed_fixture(
     if changes:
         payload = patched(payload, changes)
     return signed(event_of(name), payload, secret, delivery_id)
+
+
+def repository_event(
+    action: str, full_name: str, installation: int, changes: dict[str, Any] | None = None
+) -> dict[str, Any]:
+    """A ``repository`` delivery's payload, shaped as GitHub documents it (octokit/webhooks
+    has no example of one among our fixtures): the repository, sender and installation
+    objects of a real ``pull_request`` delivery, renamed to ``full_name``; ``changes`` as
+    GitHub sends it for ``transferred`` (``{"owner": {"from": {"user": {...}}}}``)."""
+    real = fixture("pull_request.opened")
+    owner, name = full_name.split("/")
+    repository = patched(
+        real["repository"],
+        {
+            "full_name": full_name,
+            "name": name,
+            "owner.login": owner,
+            "private": action == "privatized",
+        },
+    )
+    if action == "archived":
+        repository["archived"] = True
+    payload = {
+        "action": action,
+        "repository": repository,
+        "sender": real["sender"],
+        "installation": {**real["installation"], "id": installation},
+    }
+    if changes is not None:
+        payload["changes"] = changes
+    return payload

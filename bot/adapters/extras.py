@@ -24,6 +24,7 @@ EXTRA_OF_MODULE: dict[str, tuple[str, str]] = {
     "alembic": ("app", "the App's store"),
     "huey": ("app", "the App's queue"),
     "prometheus_client": ("app", "the App's metrics"),
+    "cachetools": ("app", "the App's report pages"),
     "psycopg": ("postgres", "the PostgreSQL driver"),
     "redis": ("redis", "the Redis client"),
 }

@@ -12,8 +12,8 @@ Operational extras: ``WORKERS``, ``MAX_BODY_BYTES``, ``BOT_LOGIN``, ``MAX_ATTEMP
 ``WANDB_ENTITIES``, ``MLFLOW_TRACKING_URI`` / ``MLFLOW_TRACKING_TOKEN`` /
 ``MLFLOW_ALLOWED_URIS``, ``MAX_UNVERIFIED_BYTES``, ``STORE_TIMEOUT_SECONDS``,
 ``DELIVERY_RETENTION_DAYS``, ``RETRY_COOLDOWN_SECONDS`` and ``RECHECK_SECONDS``.  The
-interactive report of a reviewed PR: ``REPORT_BASE_URL``, ``REPORT_PRIVATE_REPOS`` and
-``REPORT_TTL_DAYS``.
+interactive report of a reviewed PR: ``REPORT_BASE_URL``, ``REPORT_PRIVATE_REPOS``,
+``REPORT_TTL_DAYS`` and ``REPORT_RECHECK_SECONDS``.
 
 ``load_settings`` turns the problems into one ``SettingsError`` whose message is one
 line naming every variable at fault, so ``serve`` can stop with a clear reason.
@@ -24,15 +24,17 @@ from __future__ import annotations
 import functools
 import hashlib
 import hmac
+import re
 from pathlib import Path
 from typing import Literal
 from urllib.parse import urlsplit
 
-from pydantic import Field, SecretStr, ValidationError
+from pydantic import Field, SecretStr, ValidationError, field_validator
 from pydantic_core import ErrorDetails
 from pydantic_settings import BaseSettings, SettingsConfigDict
+from pydantic_settings import SettingsError as SourceError
 
-from bot.core.access import SourcePolicy
+from bot.core.access import SourcePolicy, entity_grants
 from bot.core.config import plain_message
 
 Role = Literal["serve", "worker", "any"]
@@ -86,8 +88,9 @@ class Settings(BaseSettings):
         default=DEFAULT_THRESHOLD_FILE_BYTES, ge=1024, le=GITHUB_MAX_FILE_BYTES
     )
     job_timeout_seconds: float = Field(default=300.0, gt=0)  # wall-clock limit of one delivery
-    # installation id or GitHub owner login (or "*") -> the W&B entities it may read;
-    # empty: every installation may read only WANDB_ENTITY (JSON in the environment)
+    # "installation:ID", "owner:LOGIN" or "*" -> the W&B entities it may read (a bare key is
+    # refused: bot.core.access.entity_grants); empty: every installation may read only
+    # WANDB_ENTITY (JSON in the environment)
     wandb_entities: dict[str, tuple[str, ...]] = Field(default_factory=dict)
     mlflow_tracking_uri: str | None = None  # the operator's MLflow server
     mlflow_tracking_token: SecretStr | None = None  # sent to MLFLOW_TRACKING_URI only
@@ -110,6 +113,14 @@ class Settings(BaseSettings):
     report_base_url: str | None = None
     report_private_repos: bool = False
     report_ttl_days: float = Field(default=30.0, gt=0)  # a report lives this long after a review
+    # a report older than this is shown only once its repository was seen, within this time,
+    # still public (or REPORT_PRIVATE_REPOS) and the App's (bot.app.reports)
+    report_recheck_seconds: float = Field(default=600.0, gt=0)
+
+    @field_validator("wandb_entities")
+    @classmethod
+    def _grants(cls, value: dict[str, tuple[str, ...]]) -> dict[str, tuple[str, ...]]:
+        return entity_grants(value)
 
     @property
     def webhook_secrets(self) -> tuple[bytes, ...]:
@@ -184,6 +195,10 @@ def load_settings(role: Role = "any", **overrides: object) -> Settings:
         settings = Settings(**overrides)  # type: ignore[arg-type]
     except ValidationError as exc:
         raise SettingsError("; ".join(_problem(err) for err in exc.errors())) from None
+    except SourceError as exc:  # a JSON setting (WANDB_ENTITIES) that is not JSON
+        field = re.search(r'field "(\w+)"', str(exc))
+        name = field.group(1).upper() if field else "settings"
+        raise SettingsError(f"{name}: not valid JSON") from None
     check_settings(settings, role)
     return settings
 

@@ -31,7 +31,7 @@ from sqlalchemy import Engine
 from sqlalchemy.orm import Session, sessionmaker
 
 from bot.adapters.queue import JobQueue, make_huey
-from bot.adapters.settings import load_settings
+from bot.adapters.settings import SettingsError, load_settings
 from bot.adapters.store import health
 from bot.adapters.store.db import make_engine
 from bot.adapters.store.health import StoreFile, StoreUnavailable
@@ -141,7 +141,11 @@ def main() -> None:
     """``python -m bot.app.health``: the probes of ``GET /healthz`` once, with this process's
     settings, for a process that serves no HTTP (a ``worker`` container's health check).
     Prints the answer as JSON; exit status 0 when it is ok, 1 otherwise."""
-    settings = load_settings()
+    try:
+        settings = load_settings()
+    except SettingsError as exc:
+        print(json.dumps({"status": "error", "reason": str(exc)}))
+        raise SystemExit(1) from None
     engine = make_engine(settings.database_url)
     try:
         checks = Health.of(

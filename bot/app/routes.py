@@ -11,7 +11,7 @@ import importlib
 from collections.abc import Iterable
 
 from bot.core.routing import Router
-from bot.features import comments, installations
+from bot.features import comments, installations, repositories
 from bot.features.context import HandlerContext
 from bot.features.drift import handlers as drift
 from bot.features.review import approve, check_run
@@ -23,6 +23,7 @@ def app_router(extra_modules: Iterable[str] = ()) -> Router[HandlerContext]:
     extra = [_router_of(module) for module in extra_modules]
     return Router(
         installations.router,
+        repositories.router,
         review.router,
         check_run.router,
         comments.router,

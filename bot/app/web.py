@@ -55,7 +55,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import request_response
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from bot.adapters.github.app import app_login
+from bot.adapters.github.app import app_login, repository_reader
 from bot.adapters.settings import Settings
 from bot.adapters.store import deliveries
 from bot.adapters.store.deliveries import NewDelivery, Recorded
@@ -64,7 +64,7 @@ from bot.adapters.store.health import StoreFile, StoreUnavailable
 from bot.app.health import Health
 from bot.app.intake import Budget, Intake, Rejected, check_headers, parse_delivery, read_body
 from bot.app.metrics import CONTENT_TYPE
-from bot.app.reports import reports_router
+from bot.app.reports import Visibility, reports_router
 from bot.app.runtime import Runtime, build
 from bot.core.routing import skip_reason
 from bot.core.signature import verify
@@ -229,5 +229,10 @@ def create_app(
         return Response(rt.metrics.render(), media_type=CONTENT_TYPE)
 
     if settings.report_base_url:
-        app.include_router(reports_router(rt.sessions))
+        visibility = Visibility(
+            lambda: repository_reader(settings),
+            private_ok=settings.report_private_repos,
+            max_age=settings.report_recheck_seconds,
+        )
+        app.include_router(reports_router(rt.sessions, visibility))
     return app

@@ -7,7 +7,8 @@ allows.  Pure: built from the settings by ``bot.adapters.settings.Settings.sourc
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import re
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from urllib.parse import urlsplit
 
@@ -15,6 +16,51 @@ from bot.core.history.sources import HistoryFactory, HistorySource, SourceRefuse
 from bot.core.models import SourceSpec
 
 ANY_INSTALLATION = "*"
+INSTALLATION = "installation:"  # ``installation:12345``: the installation with that id
+OWNER = "owner:"  # ``owner:acme``: every installation on the GitHub account ``acme``
+_INSTALLATION_ID = re.compile(r"[1-9][0-9]{0,19}")
+_LOGIN = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9-]{0,38})")  # GitHub's logins: 1-39 characters
+
+
+def entity_grants(raw: Mapping[str, Iterable[str]]) -> dict[str, tuple[str, ...]]:
+    """``WANDB_ENTITIES`` checked, with its keys and entities lower-cased.
+
+    A key is ``installation:ID`` (an installation by its id), ``owner:LOGIN`` (every
+    installation on that GitHub account) or ``*`` (every installation).  A bare key (``11``,
+    ``acme``) is refused: an account may be named like another installation's id.  Raises
+    ``ValueError`` naming the first bad key and how to write it.
+    """
+    grants: dict[str, tuple[str, ...]] = {}
+    for key, entities in raw.items():
+        name = _grant_key(key.strip())
+        names = tuple(e.strip().lower() for e in entities)
+        if not all(names):
+            raise ValueError(f'"{key}": a W&B entity is empty')
+        grants[name] = tuple(dict.fromkeys(grants.get(name, ()) + names))
+    return grants
+
+
+def _grant_key(key: str) -> str:
+    if key == ANY_INSTALLATION:
+        return key
+    kind, sep, rest = key.partition(":")
+    if sep and f"{kind.lower()}:" == INSTALLATION:
+        if not _INSTALLATION_ID.fullmatch(rest):
+            raise ValueError(f'"{key}": expected installation:ID, the installation\'s number')
+        return INSTALLATION + rest
+    if sep and f"{kind.lower()}:" == OWNER:
+        if not _LOGIN.fullmatch(rest):
+            raise ValueError(f'"{key}": expected owner:LOGIN, a GitHub account\'s login')
+        return OWNER + rest.lower()
+    if sep or not _LOGIN.fullmatch(key):
+        raise ValueError(f'"{key}": expected installation:ID, owner:LOGIN or "*"')
+    hint = f'"owner:{key}" for the GitHub account {key}'
+    if _INSTALLATION_ID.fullmatch(key):
+        hint = f'"installation:{key}" for the installation with id {key}, or {hint}'
+    raise ValueError(
+        f'"{key}" does not say whether it is an installation or an account (an account may '
+        f"be named like an installation's id): write {hint}"
+    )
 
 
 def normalise_uri(uri: str) -> str:
@@ -31,9 +77,10 @@ def normalise_uri(uri: str) -> str:
 class SourcePolicy:
     """The operator's allow-lists.
 
-    - ``wandb_entities``: installation id (as text) or GitHub owner login, or ``*`` for every
-      installation -> the W&B entities it may read.  Empty: every installation may read only
-      ``default_entity`` (``WANDB_ENTITY``; a spec without an entity reads that one).
+    - ``wandb_entities``: ``installation:ID``, ``owner:LOGIN`` or ``*`` (every installation)
+      -> the W&B entities it may read (``entity_grants``: a bare key is refused).  Empty:
+      every installation may read only ``default_entity`` (``WANDB_ENTITY``; a spec without
+      an entity reads that one).
     - ``mlflow_uris``: the MLflow servers a config may name; a spec without ``tracking_uri``
       reads ``mlflow_default`` (``MLFLOW_TRACKING_URI``).
     """
@@ -43,14 +90,19 @@ class SourcePolicy:
     mlflow_default: str | None = None
     mlflow_uris: tuple[str, ...] = ()
 
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "wandb_entities", entity_grants(self.wandb_entities))
+
     def entities(self, installation_id: int | None, owner: str | None) -> frozenset[str]:
         """The W&B entities an installation (of ``owner``) may read, lower-cased."""
         if not self.wandb_entities:
             return frozenset({self.default_entity.lower()} if self.default_entity else ())
-        keys = [ANY_INSTALLATION, str(installation_id) if installation_id is not None else ""]
-        keys.append(owner.lower() if owner else "")
-        mapping = {k.lower(): v for k, v in self.wandb_entities.items()}
-        return frozenset(e.lower() for k in keys if k for e in mapping.get(k, ()))
+        keys = [ANY_INSTALLATION]
+        if installation_id is not None:
+            keys.append(f"{INSTALLATION}{installation_id}")
+        if owner:
+            keys.append(f"{OWNER}{owner.lower()}")
+        return frozenset(e for k in keys for e in self.wandb_entities.get(k, ()))
 
     def servers(self) -> frozenset[str]:
         """The MLflow servers any config may name (normalised)."""

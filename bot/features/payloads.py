@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
 
 
 class Payload(BaseModel):
@@ -202,3 +202,46 @@ class PushEvent(Payload):
     deleted: bool = False
     repository: PushRepository
     commits: tuple[PushCommit, ...] = ()
+
+
+class Owned(Payload):
+    """A repository of a ``repository`` delivery: its full and short name, its visibility."""
+
+    full_name: str
+    name: str
+    private: bool = False
+    archived: bool = False
+
+
+class PreviousOwner(Payload):
+    """The account a transferred repository came from: a user or an organization."""
+
+    user: Account | None = None
+    organization: Account | None = None
+
+
+class OwnerChange(Payload):
+    """``changes.owner`` of a ``repository`` ``transferred`` delivery."""
+
+    previous: PreviousOwner = Field(default=PreviousOwner(), alias="from")
+
+
+class RepositoryChanges(Payload):
+    """What a ``repository`` delivery says changed (``owner`` for a transfer)."""
+
+    owner: OwnerChange | None = None
+
+
+class RepositoryEvent(Payload):
+    """A ``repository`` delivery (privatized, deleted, transferred, archived …)."""
+
+    action: str
+    repository: Owned
+    changes: RepositoryChanges = RepositoryChanges()
+
+    def former_name(self) -> str | None:
+        """A transferred repository's ``owner/name`` before the transfer; None when the
+        delivery does not say."""
+        previous = self.changes.owner.previous if self.changes.owner else None
+        account = previous and (previous.organization or previous.user)
+        return f"{account.login}/{self.repository.name}" if account and account.login else None

@@ -2,6 +2,8 @@
 
 ``GitHubApp`` authenticates as the App (``Auth.AppAuth``) and hands out one
 ``GitHubClient`` per installation; PyGithub caches and renews installation tokens.
+``repository_reader(settings)`` reads a repository as the App's installation on it sees it
+(the report pages re-check their repository's visibility with it).
 ``app_login(settings)`` is the App's login (``BOT_LOGIN``, else read from ``GET /app``),
 one per App and process, shared by the webhook, the workers and the clients.
 """
@@ -9,16 +11,19 @@ one per App and process, shared by the webhook, the workers and the clients.
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 from urllib.parse import urlsplit
 
-from github import Auth, Github, GithubIntegration, GithubRetry
+from github import Auth, Github, GithubException, GithubIntegration, GithubRetry
 
 from bot.adapters.github import DEFAULT_API_URL
-from bot.adapters.github.api import GitHubFactory
+from bot.adapters.github.api import GitHubFactory, RepoInfo
 from bot.adapters.github.client import GitHubClient
-from bot.adapters.github.errors import translated
+from bot.adapters.github.errors import GitHubNotFound, GitHubUnsafeInput, translated
 from bot.adapters.github.identity import AppLogin
+from bot.adapters.github.support import shown
 from bot.adapters.settings import DEFAULT_MAX_FILE_BYTES, Settings
+from bot.core.api_paths import is_full_name
 
 _LOGINS: dict[int, tuple[Settings, AppLogin]] = {}  # by id(settings), kept alive here
 _LOGINS_LOCK = threading.Lock()
@@ -55,13 +60,35 @@ class GitHubApp:
         self._local = threading.local()
         self.login = login if login is not None else AppLogin(self.read_login)
 
+    def _integration(self) -> GithubIntegration:
+        return GithubIntegration(
+            auth=self._auth, base_url=self._base_url, timeout=self._timeout, retry=self._retry()
+        )
+
     @translated
     def read_login(self) -> str:
         """The App's bot login, ``{slug}[bot]``, from ``GET /app`` (App JWT)."""
-        integration = GithubIntegration(
-            auth=self._auth, base_url=self._base_url, timeout=self._timeout, retry=self._retry()
-        )
-        return f"{integration.get_app().slug}[bot]"
+        return f"{self._integration().get_app().slug}[bot]"
+
+    @translated
+    def repository(self, repo: str) -> RepoInfo | None:
+        """``repo`` as the App's installation on it sees it: ``GET /repos/{owner}/{repo}/
+        installation`` (App JWT), then ``GET /repos/{owner}/{repo}`` as that installation.
+        None when the App is not installed on it or it is gone (404); other failures raise
+        ``GitHubError``."""
+        owner, _, name = repo.partition("/")
+        if not is_full_name(repo):
+            raise GitHubUnsafeInput(f"refusing {shown(repo)} as a repository: not owner/name")
+        try:
+            installation = self._integration().get_repo_installation(owner, name)
+        except GithubException as exc:
+            if exc.status == 404:
+                return None
+            raise
+        try:
+            return self.installation(installation.id).repository(repo)
+        except GitHubNotFound:
+            return None
 
     def _retry(self) -> GithubRetry:
         # POST is left out: a POST that failed may have landed (see ``_create_once``).
@@ -115,6 +142,20 @@ def client_factory(settings: Settings, *, throttle: bool | None = None) -> GitHu
         login=app_login(settings),
     )
     return app.installation
+
+
+def repository_reader(
+    settings: Settings, *, timeout: int = 5, retries: int = 1
+) -> Callable[[str], RepoInfo | None]:
+    """``GitHubApp.repository`` of the App in ``settings``, with a short ``timeout`` and few
+    ``retries`` (a page waits on it).  ``ValueError`` without ``APP_ID`` or a private key."""
+    key = settings.private_key_pem()
+    if settings.app_id is None or not key:
+        raise ValueError("APP_ID and PRIVATE_KEY are required to read a repository")
+    app = GitHubApp(
+        settings.app_id, key, base_url=settings.github_api_url, timeout=timeout, retries=retries
+    )
+    return app.repository
 
 
 def app_login(settings: Settings) -> AppLogin:

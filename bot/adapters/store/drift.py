@@ -4,17 +4,28 @@ A row says whether an item (an issue, or a rebaseline PR) is open for the file, 
 one, what was last written to it (a fingerprint), and which worker is acting on it: a
 worker *claims* the row with a lease before it touches GitHub, so several processes, or
 a restart after ``kill -9``, never act on the same file at once (an expired lease is
-taken over).  Rows are never deleted: a closed item leaves the row ``idle``, and the
-next drift opens a new item on the same row.
+taken over).  A closed item leaves the row ``idle``, and the next drift opens a new item on
+the same row; rows are deleted only with their repository (``forget_repo``: deleted or
+transferred).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
-from typing import Literal
+from typing import Any, Literal, cast
 
-from sqlalchemy import DateTime, Integer, String, UniqueConstraint, or_, select, update
+from sqlalchemy import (
+    CursorResult,
+    DateTime,
+    Integer,
+    String,
+    UniqueConstraint,
+    delete,
+    or_,
+    select,
+    update,
+)
 from sqlalchemy.orm import Mapped, Session, mapped_column, sessionmaker
 
 from bot.adapters.store.db import Base
@@ -260,6 +271,12 @@ def of_repo(sessions: Sessions, repo: str) -> list[DriftItem]:
             select(DriftItemRow).where(DriftItemRow.repo == repo).order_by(DriftItemRow.file)
         ).all()
         return [_public(r) for r in rows]
+
+
+def forget_repo(session: Session, repo: str) -> int:
+    """Delete every row of ``repo``; how many (the caller commits)."""
+    done = session.execute(delete(DriftItemRow).where(DriftItemRow.repo == repo))
+    return int(cast(CursorResult[Any], done).rowcount)
 
 
 def installation_ids(sessions: Sessions) -> list[int]:

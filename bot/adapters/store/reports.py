@@ -9,8 +9,9 @@ of secrets).  Since the App can recompute a PR's token, a new review replaces th
 under the same token: the link in the edited comment stays the same.
 
 A report expires ``ttl_days`` after the review that stored it (each review renews it);
-closing the PR deletes it (``delete_pull``) and the hourly ``purge`` deletes the expired
-ones.  An expired report is never served, purged or not.  Timestamps are naive UTC.
+closing the PR deletes it (``delete_pull``), its repository going private, away or being
+deleted deletes every report of it (``delete_repo``), and the hourly ``purge`` deletes the
+expired ones.  An expired report is never served, purged or not.  Timestamps are naive UTC.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ import hmac
 import logging
 import secrets
 from collections.abc import Callable
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any, cast
 
@@ -132,18 +134,35 @@ def _save(sessions: Sessions, key: bytes, repo: str, number: int, values: dict[s
     return token
 
 
-def find(sessions: Sessions, token: str, *, at: datetime | None = None) -> str | None:
-    """The HTML of the report ``token`` names, unless unknown or expired."""
-    query = select(ReportRow.html).where(
+@dataclass(frozen=True)
+class Found:
+    """A stored report: its repository, the time of the review that stored it (naive UTC)
+    and its HTML."""
+
+    repo: str
+    reviewed_at: datetime
+    html: str
+
+
+def find(sessions: Sessions, token: str, *, at: datetime | None = None) -> Found | None:
+    """The report ``token`` names, unless unknown or expired."""
+    query = select(ReportRow.repo, ReportRow.created_at, ReportRow.html).where(
         ReportRow.token_hash == token_hash(token), ReportRow.expires_at > _naive(at)
     )
     with sessions() as session:
-        return session.scalars(query).first()
+        row = session.execute(query).first()
+    return None if row is None else Found(row.repo, row.created_at, row.html)
 
 
 def delete_pull(session: Session, repo: str, number: int) -> int:
     """Delete the reports of PR ``number`` (closed); how many (the caller commits)."""
     query = delete(ReportRow).where(ReportRow.repo == repo, ReportRow.number == number)
+    return int(cast(CursorResult[Any], session.execute(query)).rowcount)
+
+
+def delete_repo(session: Session, repo: str) -> int:
+    """Delete every report of ``repo``; how many (the caller commits)."""
+    query = delete(ReportRow).where(ReportRow.repo == repo)
     return int(cast(CursorResult[Any], session.execute(query)).rowcount)
 
 

@@ -5,8 +5,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from typing import Any, cast
 
-from sqlalchemy import Integer, UniqueConstraint, delete, select
+from sqlalchemy import CursorResult, Integer, UniqueConstraint, delete, select
 from sqlalchemy.orm import Mapped, Session, mapped_column
 
 from bot.adapters.store.db import Base
@@ -80,6 +81,13 @@ def untrack(session: Session, repo: str, number: int) -> None:
     session.execute(
         delete(TrackedPull).where(TrackedPull.repo == repo, TrackedPull.number == number)
     )
+
+
+def untrack_repo(session: Session, repo: str) -> int:
+    """Forget every PR of ``repo`` (deleted, transferred, archived); how many (the caller
+    commits)."""
+    done = session.execute(delete(TrackedPull).where(TrackedPull.repo == repo))
+    return int(cast(CursorResult[Any], done).rowcount)
 
 
 def tracked(session: Session) -> list[Tracked]:
