@@ -68,6 +68,12 @@ def test_shorthands() -> None:
             "rule.allowance: must be at least 0, not -1",
         ),
         ("rule:\n  window: last-5\n", 2, "rule.window: invalid window 'last-5'"),
+        ("rule:\n  window: 7000\n", 2, "rule.window: invalid window '7000': at most 1,000 runs"),
+        (
+            "rule:\n  window: {kind: last, runs: 1001}\n",
+            2,
+            "rule.window.runs: must be at most 1000, not 1001",
+        ),
         ("rules: {}\n", 1, "rules: unknown setting"),
         (
             "files:\n  - path: a.yaml\n    gates:\n      - {key: a, metric: m, op: =>}\n",
