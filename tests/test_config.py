@@ -74,6 +74,11 @@ def test_shorthands() -> None:
             2,
             "rule.window.runs: must be at most 1000, not 1001",
         ),
+        (
+            "regimes:\n  min_regime_runs: 7000\n",
+            2,
+            "regimes.min_regime_runs: must be at most 100, not 7000",
+        ),
         ("rules: {}\n", 1, "rules: unknown setting"),
         (
             "files:\n  - path: a.yaml\n    gates:\n      - {key: a, metric: m, op: =>}\n",
