@@ -11,10 +11,14 @@ recommended for, as a sanity check that the replay judged something.
 Memory: a 14,000-run JSON Lines history of one metric (about 1.2 MB) and a script with one
 gate on it; each command is a whole process, ``--window N``, its peak RSS the kernel's
 ``ru_maxrss`` (started by a bare interpreter of about 10 MB, the floor of the figure), with
-its wall time. ``--windows`` measures other windows (a window over the maximum is refused
-with exit 2 in a second: that is the figure then).
+its wall time and CPU time (user + system: less sensitive to a busy machine). ``--windows``
+measures other windows (a window over the maximum is refused with exit 2 in a second: that
+is the figure then). Also the review with ``regimes.min_regime_runs`` at its default and at
+its maximum (``--regime-runs``), whose running medians also grow with runs × that setting.
 
-Run: ``.venv/bin/python bench/bench_backtest.py [--speed | --memory] [--windows 20,1000]``.
+Run: ``.venv/bin/python bench/bench_backtest.py [--speed | --memory] [--windows 20,1000]``;
+the figures of another checkout (before a change): ``PYTHONPATH=CHECKOUT`` before it (the
+commands import ``bot`` from there).
 """
 
 from __future__ import annotations
@@ -36,7 +40,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from bot.core.analysis.backtest import DEFAULT_MODELS, backtest_gates
 from bot.core.analysis.context import HistoryContext
 from bot.core.analysis.regimes import detect_regimes
-from bot.core.models import MAX_WINDOW, Gate, RuleSettings, Run
+from bot.core.models import MAX_REGIME_RUNS, MAX_WINDOW, Gate, RuleSettings, Run
 
 RUNS = 10_000
 METRICS = 40
@@ -123,7 +127,8 @@ start = time.perf_counter()
 pid = os.posix_spawn(sys.argv[1], sys.argv[1:], os.environ, file_actions=[
     (os.POSIX_SPAWN_OPEN, 1, os.devnull, os.O_WRONLY, 0)])
 _, status, usage = os.wait4(pid, 0)
-print(json.dumps([time.perf_counter() - start, usage.ru_maxrss, os.waitstatus_to_exitcode(status)]))
+cpu, code = usage.ru_utime + usage.ru_stime, os.waitstatus_to_exitcode(status)
+print(json.dumps([time.perf_counter() - start, cpu, usage.ru_maxrss, code]))
 """
 
 
@@ -151,8 +156,8 @@ def write_world(root: Path) -> None:
     (root / "head.sh").write_text(SCRIPT.format(value="0.72"), encoding="utf-8")
 
 
-def peak(command: list[str], cwd: Path) -> tuple[float, float, int]:
-    """One whole process: wall seconds, peak RSS in MB, exit code."""
+def peak(command: list[str], cwd: Path) -> tuple[float, float, float, int]:
+    """One whole process: wall and CPU seconds, peak RSS in MB, exit code."""
     launched = subprocess.run(
         [sys.executable, "-I", "-S", "-c", LAUNCHER, *command],
         cwd=cwd,
@@ -160,18 +165,18 @@ def peak(command: list[str], cwd: Path) -> tuple[float, float, int]:
         text=True,
         check=True,
     )
-    seconds, kilobytes, code = json.loads(launched.stdout)
-    return seconds, kilobytes / 1024, code
+    seconds, cpu, kilobytes, code = json.loads(launched.stdout)
+    return seconds, cpu, kilobytes / 1024, code
 
 
-def memory(windows: list[int]) -> None:
+def memory(windows: list[int], regime_runs: list[int]) -> None:
     binary = str(Path(sys.executable).with_name("threshold-bot"))
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
         write_world(root)
         size = (root / "history.jsonl").stat().st_size / 1e6
         print(f"memory: {MEMORY_RUNS:,}-run history ({size:.1f} MB), one gate, maximum window")
-        print(f"  {MAX_WINDOW:,}; peak RSS (ru_maxrss) and wall time of each command")
+        print(f"  {MAX_WINDOW:,}; peak RSS (ru_maxrss), wall and CPU time of each command")
         history = ["--history", "history.jsonl"]
         commands = {
             "backtest": [binary, "backtest", "--file", "head.sh", *history, "--format", "json"],
@@ -179,10 +184,20 @@ def memory(windows: list[int]) -> None:
         }
         for window in windows:
             for name, command in commands.items():
-                seconds, mb, code = peak([*command, "--window", str(window)], root)
+                seconds, cpu, mb, code = peak([*command, "--window", str(window)], root)
                 print(
-                    f"  {name:8} --window {window:>5}  {mb:7.0f} MB  {seconds:6.2f} s  exit {code}"
+                    f"  {name:8} --window {window:>5}  {mb:7.0f} MB  {seconds:6.2f} s"
+                    f" (CPU {cpu:6.2f} s)  exit {code}"
                 )
+        for runs in regime_runs:  # the regime detector's running medians
+            config = root / f"regimes-{runs}.yml"
+            config.write_text(f"regimes: {{min_regime_runs: {runs}}}\n", encoding="utf-8")
+            command = [*commands["review"], "--config", config.name]
+            seconds, cpu, mb, code = peak(command, root)
+            print(
+                f"  review   min_regime_runs {runs:>4}  {mb:7.0f} MB  {seconds:6.2f} s"
+                f" (CPU {cpu:6.2f} s)  exit {code}"
+            )
 
 
 def main() -> None:
@@ -191,11 +206,17 @@ def main() -> None:
     part.add_argument("--speed", action="store_true", help="the timing only")
     part.add_argument("--memory", action="store_true", help="the peak memory only")
     parser.add_argument("--windows", default=f"20,{MAX_WINDOW}", help="windows of --memory")
+    parser.add_argument(
+        "--regime-runs", default=f"5,{MAX_REGIME_RUNS}", help="regimes.min_regime_runs of --memory"
+    )
     args = parser.parse_args()
     if not args.memory:
         speed()
     if not args.speed:
-        memory([int(w) for w in args.windows.split(",")])
+        memory(
+            [int(w) for w in args.windows.split(",")],
+            [int(r) for r in args.regime_runs.split(",")],
+        )
 
 
 if __name__ == "__main__":

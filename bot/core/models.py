@@ -417,11 +417,15 @@ class WindowSpec(Frozen):
         return f"since:{self.since}"
 
 
+MAX_REGIME_RUNS = 100
+"""The most ``regimes.min_regime_runs``: the detector's running medians hold runs ×
+2·min_regime_runs values (docs/configuration.md#regimes)."""
+
+
 class RegimeSettings(Frozen):
     """Sensitivity of the regime detector (repository config ``regimes:``)."""
 
-    # at most 100: the detector's running medians hold runs × 2·min_regime_runs values
-    min_regime_runs: int = Field(default=5, ge=2, le=100)
+    min_regime_runs: int = Field(default=5, ge=2, le=MAX_REGIME_RUNS)
     min_effect_sigma: float = Field(default=2.0, gt=0)  # 3.0 missed half the 3-sigma steps
     min_relative_change: float = Field(default=0.0, ge=0)
     merge_distance: int = Field(default=3, ge=0)
