@@ -37,6 +37,8 @@ def test_a_window_holds_at_most_the_maximum_of_runs() -> None:
     with pytest.raises(ValueError) as over:
         WindowSpec.parse("7000")
     assert str(over.value) == "invalid window '7000': at most 1,000 runs"
+    with pytest.raises(ValueError, match=r"at most 1,000 runs$"):
+        WindowSpec.parse("9" * 5000)  # past int()'s digit limit: the same words
     for runs in (0, MAX_WINDOW + 1):  # the mapping form is held to the same bounds
         with pytest.raises(ValidationError):
             WindowSpec(kind="last", runs=runs)

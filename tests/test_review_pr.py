@@ -274,7 +274,8 @@ def test_a_window_over_the_maximum_is_said_in_the_review_not_a_crash(
     )
     assert warning in outcome.review.warnings
     assert "at most 1,000 runs" in repo.comments[19].body
-    assert repo.check_for(pull.head_sha).conclusion is not None
+    check = repo.check_for(pull.head_sha)
+    assert check.conclusion is not None and "at most 1,000 runs" in check.summary
 
 
 GATES_CONFIG = FILE_SOURCE + (

@@ -376,7 +376,7 @@ _WINDOW_RE = re.compile(r"^(?:(?P<n>\d+)|(?P<regime>regime)|since:(?P<since>\d{4
 MAX_WINDOW = 1000
 """The most runs a window holds (``rule.window``, ``drift.window``, ``--window``): a review
 backtests each limit gate, a model's limit for every run from the window before it, so its
-time grows with runs × window (docs/configuration.md#rule); rules use 20 to a few hundred."""
+time grows with runs × window (docs/configuration.md#rule); the default is 20."""
 
 
 class WindowSpec(Frozen):
