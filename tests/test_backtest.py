@@ -5,6 +5,7 @@ guarantee, harmful changes and false alarms are counted as documented, bands are
 from __future__ import annotations
 
 import time
+import tracemalloc
 from datetime import UTC, datetime
 
 import numpy as np
@@ -14,6 +15,7 @@ from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
 from bot.core import deadline
+from bot.core.analysis import backtest
 from bot.core.analysis.backtest import (
     DEFAULT_MODELS,
     Bound,
@@ -25,7 +27,17 @@ from bot.core.analysis.backtest import (
 from bot.core.analysis.context import HistoryContext
 from bot.core.analysis.limits import recompute_limit
 from bot.core.limit_model import parse_model
-from bot.core.models import Change, Gate, History, MetricShift, Op, RuleSettings, Run, passes
+from bot.core.models import (
+    MAX_WINDOW,
+    Change,
+    Gate,
+    History,
+    MetricShift,
+    Op,
+    RuleSettings,
+    Run,
+    passes,
+)
 from tests.builders import limit_gate, series_runs
 
 MODELS = [m.describe() for m in DEFAULT_MODELS] + ["zscore k=2 sigma=std", "minmax max_limit=2"]
@@ -89,6 +101,52 @@ def test_each_replayed_limit_is_the_rule_on_the_runs_before_and_passes_them(
         expected = recompute_limit(before, op, "0.5", rule)  # type: ignore[arg-type]
         assert expected is not None and limits[i] == expected[0]
         assert all(passes(float(v), op, float(limits[i])) for v in before)  # type: ignore[arg-type]
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    values=values_strategy,
+    model=st.sampled_from(MODELS[:-1]),
+    op=st.sampled_from(OPS),
+    window=st.integers(1, 25),
+    min_runs=st.integers(2, 8),
+    chunk=st.integers(1, 600),
+)
+def test_the_replay_in_chunks_of_bounded_bytes_is_the_rule_on_each_window(
+    values: np.ndarray, model: str, op: str, window: int, min_runs: int, chunk: int
+) -> None:
+    """Chunks of 1 to 600 bytes: a window per chunk (the smallest) to several."""
+    rule = RuleSettings(model=parse_model(model))
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(backtest, "CHUNK_BYTES", chunk)
+        limits = limits_before(values, Bound(op, "0.5"), rule, window, min_runs)  # type: ignore[arg-type]
+    for i in range(values.size):
+        found = recompute_limit(values[max(0, i - window) : i], op, "0.5", rule)  # type: ignore[arg-type]
+        expected = np.nan if i < min_runs or found is None else found[0]
+        np.testing.assert_array_equal(limits[i], expected)
+
+
+def test_the_replays_memory_does_not_grow_with_the_window() -> None:
+    """14,000 runs at the largest window: the windows stacked whole would be 112 MB."""
+    rng = np.random.default_rng(0)
+    values = np.round(0.8 + rng.normal(0, 0.004, 14_000), 4)
+    rule = RuleSettings(model=parse_model("zscore k=3"))  # the most temporaries: two medians
+    tracemalloc.start()
+    try:
+        limits = limits_before(values, Bound(">=", "0.5"), rule, MAX_WINDOW, 5)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert np.isfinite(limits[5:]).all()
+    assert peak < 4 * backtest.CHUNK_BYTES + 64 * values.nbytes, f"{peak / 1e6:.0f} MB"
+
+
+def test_a_job_past_its_limit_stops_between_chunks_of_one_replay() -> None:
+    values, _ = _step_history()
+    with deadline.within(0.0):
+        time.sleep(0.01)
+        with pytest.raises(deadline.JobTimeout, match=r"while backtesting$"):
+            limits_before(values, Bound(">=", "0.5"), RuleSettings(), 20, 5)
 
 
 def _series(values: list[float], *, metric: str = "acc") -> list[Run]:

@@ -298,6 +298,10 @@ def test_missing_and_unreadable_inputs_are_usage_errors(world: dict[str, Any]) -
             "--window",
         ),
         (
+            ("--history", world["history"], "--file", world["file"], "--window", "1001"),
+            "--window: invalid window '1001': at most 1,000 runs",
+        ),
+        (
             ("--history", world["history"], "--file", world["file"], "--format", "html"),
             "--format",
         ),

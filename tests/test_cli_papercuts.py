@@ -224,6 +224,7 @@ def test_each_config_error_carries_its_own_line(repo: Path) -> None:
         ("--window", "since:2026-13-01", "month must be in 1..12"),
         ("--window", "since:2026-02-30", "day is out of range for month"),
         ("--window", "0", "must hold at least 1 run"),
+        ("--window", "7000", "at most 1,000 runs"),
         ("--allowance", "0.5", "50% is over max_allowance (25%)"),
         ("--allowance", "lots", "write a percentage like `5%` or `0.05`"),
     ],

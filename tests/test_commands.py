@@ -64,6 +64,7 @@ def test_allowance_rejects(text: str) -> None:
         ("/rebaseline --force", "unknown option `--force`"),
         ("/rebaseline --window", "`--window` needs a value"),
         ("/rebaseline --window last-week", "invalid window"),
+        ("/rebaseline --window 5000", "invalid window '5000': at most 1,000 runs"),
         ("/rebaseline --allowance lots", "invalid allowance"),
         ("/rebaseline $(rm -rf /)", "is not a gate name"),
         ("/threshold-bot frobnicate", "unknown command"),

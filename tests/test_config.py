@@ -68,6 +68,17 @@ def test_shorthands() -> None:
             "rule.allowance: must be at least 0, not -1",
         ),
         ("rule:\n  window: last-5\n", 2, "rule.window: invalid window 'last-5'"),
+        ("rule:\n  window: 7000\n", 2, "rule.window: invalid window '7000': at most 1,000 runs"),
+        (
+            "rule:\n  window: {kind: last, runs: 1001}\n",
+            2,
+            "rule.window.runs: must be at most 1000, not 1001",
+        ),
+        (
+            "regimes:\n  min_regime_runs: 7000\n",
+            2,
+            "regimes.min_regime_runs: must be at most 100, not 7000",
+        ),
         ("rules: {}\n", 1, "rules: unknown setting"),
         (
             "files:\n  - path: a.yaml\n    gates:\n      - {key: a, metric: m, op: =>}\n",

@@ -105,3 +105,22 @@ def test_typos_are_refused_by_both(text: str) -> None:
         parse_config(text)
     data = yaml.load(text, Loader=_EditorLoader)
     assert list(Draft202012Validator(committed()).iter_errors(data))
+
+
+VALID_WINDOWS: list[object] = [1, 1000, "1000", "0020", {"kind": "last", "runs": 1000}]
+INVALID_WINDOWS: list[object] = [0, 1001, "0", "1001", "10000", {"kind": "last", "runs": 1001}]
+
+
+@pytest.mark.parametrize("window", [*VALID_WINDOWS, *INVALID_WINDOWS, {"kind": "last", "runs": 0}])
+def test_the_schema_bounds_a_window_as_the_loader_does(window: object) -> None:
+    data = {"rule": {"window": window}}
+    try:
+        parse_config(json.dumps(data))
+    except ConfigError:
+        accepted = False
+    else:
+        accepted = True
+    assert accepted == (window in VALID_WINDOWS)
+    for config in (data, {"drift": {"window": window}}):  # the drift's window: the same bounds
+        errors = list(Draft202012Validator(committed()).iter_errors(config))
+        assert not errors if accepted else errors, config

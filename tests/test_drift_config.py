@@ -87,6 +87,7 @@ def test_valid_values(text: str, field: str, value: Any) -> None:
             " 'since:YYYY-MM-DD' — using regime",
         ),
         ("window: 0", "drift.window: invalid window '0': must hold at least 1 run — using regime"),
+        ("window: 1001", "drift.window: invalid window '1001': at most 1,000 runs — using regime"),
         (
             "window: 'since:2026-13-01'",
             "drift.window: invalid window 'since:2026-13-01': month must be in",

@@ -1,9 +1,10 @@
 from datetime import UTC, date, datetime
 
 import pytest
+from pydantic import ValidationError
 
 from bot.core.config import ConfigError, parse_config
-from bot.core.models import RuleSettings, Run, WindowSpec, passes
+from bot.core.models import MAX_WINDOW, RuleSettings, Run, WindowSpec, passes
 
 
 def test_naive_timestamp_is_utc() -> None:
@@ -24,10 +25,25 @@ def test_window_parse(text: str, expected: WindowSpec) -> None:
     assert str(WindowSpec.parse(text)) == text
 
 
-@pytest.mark.parametrize("text", ["0", "-3", "last", "since:2026-13-01", "since:"])
+@pytest.mark.parametrize("text", ["0", "-3", "last", "since:2026-13-01", "since:", "1001"])
 def test_window_parse_rejects(text: str) -> None:
     with pytest.raises(ValueError):
         WindowSpec.parse(text)
+
+
+def test_a_window_holds_at_most_the_maximum_of_runs() -> None:
+    assert MAX_WINDOW == 1000
+    assert WindowSpec.parse(str(MAX_WINDOW)) == WindowSpec(kind="last", runs=MAX_WINDOW)
+    with pytest.raises(ValueError) as over:
+        WindowSpec.parse("7000")
+    assert str(over.value) == "invalid window '7000': at most 1,000 runs"
+    with pytest.raises(ValueError, match=r"at most 1,000 runs$"):
+        WindowSpec.parse("9" * 5000)  # past int()'s digit limit: the same words
+    for runs in (0, MAX_WINDOW + 1):  # the mapping form is held to the same bounds
+        with pytest.raises(ValidationError):
+            WindowSpec(kind="last", runs=runs)
+    with pytest.raises(ValidationError):
+        RuleSettings.model_validate({"window": MAX_WINDOW + 1})
 
 
 def test_passes_each_operator() -> None:

@@ -301,6 +301,25 @@ def test_invalid_config_falls_back_to_defaults_with_a_warning(repo: RecordingGit
     assert any(CONFIG in w and "default" in w for w in outcome.review.warnings)
 
 
+def test_a_window_over_the_maximum_is_said_in_the_review_not_a_crash(
+    repo: RecordingGitHub,
+) -> None:
+    repo.commit({CONFIG: FILE_SOURCE + "rule:\n  window: 7000\n"})
+    pull = repo.open_pull(19, {SCRIPT: script("0.50", project="gsm8k_ci")})
+
+    outcome = review_pull(repo, repo.repo, 19)
+
+    assert outcome.status == "reviewed" and outcome.review is not None
+    warning = (
+        f"{CONFIG}:7: rule.window: invalid window '7000': at most 1,000 runs"
+        " — using the default settings"
+    )
+    assert warning in outcome.review.warnings
+    assert "at most 1,000 runs" in repo.comments[19].body
+    check = repo.check_for(pull.head_sha)
+    assert check.conclusion is not None and "at most 1,000 runs" in check.summary
+
+
 GATES_CONFIG = FILE_SOURCE + (
     "files:\n"
     "  - path: ci/gates.yaml\n"

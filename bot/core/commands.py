@@ -32,7 +32,7 @@ HELP_TEXT = """\
 |---|---|
 | `/rebaseline` | recompute every gate the rule would change and commit the new values |
 | `/rebaseline NAME …` | only the named gates |
-| `/rebaseline --window W` | window W: `20` (last N runs), `regime` or `since:YYYY-MM-DD` |
+| `/rebaseline --window W` | window W: `20` (last N runs, N ≤ 1,000), `regime`, `since:YYYY-MM-DD` |
 | `/rebaseline --allowance 5%` | another allowance (also `0.05`), up to `rule.max_allowance` |
 | `/rebaseline --tolerance` | also widen a reference gate's tolerance the recent runs do not fit |
 | `/rebaseline --dry-run` | show what would change, commit nothing |

@@ -35,7 +35,7 @@ from bot.core.bounded import BoundedLoader, yaml_problem
 from bot.core.globs import CONTROL, repo_path
 from bot.core.history.names import name_filter
 from bot.core.limit_model import MAX_SPEC, MODEL_NAMES
-from bot.core.models import Op, RegimeSettings, RuleSettings, SourceSpec, WindowSpec
+from bot.core.models import MAX_WINDOW, Op, RegimeSettings, RuleSettings, SourceSpec, WindowSpec
 
 CONFIG_PATH = ".github/threshold-bot.yml"
 
@@ -550,12 +550,14 @@ def _unwrapped(annotation: Any) -> Any:
 
 
 SCHEMA_ID = "https://json-schema.org/draft/2020-12/schema"
+# a run count of 1 to MAX_WINDOW (a power of ten) as text, leading zeros allowed as the loader's
+_RUNS = rf"0*([1-9]\d{{0,{len(str(MAX_WINDOW)) - 2}}}|{MAX_WINDOW})"
 _SHORTHANDS: dict[str, list[dict[str, Any]]] = {  # what the validators also accept
     "FileDecl": [{"type": "string", "description": "a glob: the same as {path: GLOB}"}],
     "ToleranceDecl": [{"type": "number", "description": "a relative tolerance: {rel: N}"}],
     "WindowSpec": [
-        {"type": "integer", "minimum": 1, "description": "the last N runs"},
-        {"type": "string", "pattern": r"^(\d+|regime|since:\d{4}-\d{2}-\d{2})$"},
+        {"type": "integer", "minimum": 1, "maximum": MAX_WINDOW, "description": "the last N runs"},
+        {"type": "string", "pattern": rf"^({_RUNS}|regime|since:\d{{4}}-\d{{2}}-\d{{2}})$"},
     ],
     "LimitModel": [
         {

@@ -373,13 +373,18 @@ def parse_allowance(text: str, what: str = "allowance") -> float:
 
 
 _WINDOW_RE = re.compile(r"^(?:(?P<n>\d+)|(?P<regime>regime)|since:(?P<since>\d{4}-\d{2}-\d{2}))$")
+MAX_WINDOW = 1000
+"""The most runs a window holds (``rule.window``, ``drift.window``, ``--window``): a review
+backtests each limit gate, a model's limit for every run from the window before it, so its
+time grows with runs × window (docs/configuration.md#rule); the default is 20."""
 
 
 class WindowSpec(Frozen):
-    """Which runs the limit rule looks at: last N, the current regime, or since a date."""
+    """Which runs the limit rule looks at: the last N (1 to 1,000), the current regime, or
+    since a date."""
 
     kind: Literal["last", "regime", "since"] = "last"
-    runs: int = 20
+    runs: int = Field(default=20, ge=1, le=MAX_WINDOW)  # also a drifting regime's most
     since: date | None = None
 
     @classmethod
@@ -391,10 +396,12 @@ class WindowSpec(Frozen):
         if not match:
             raise ValueError(f"{invalid}: expected a run count, 'regime' or 'since:YYYY-MM-DD'")
         if match["n"] is not None:
-            n = int(match["n"])
-            if n < 1:
+            digits = match["n"].lstrip("0")
+            if not digits:
                 raise ValueError(f"{invalid}: must hold at least 1 run")
-            return cls(kind="last", runs=n)
+            if len(digits) > len(str(MAX_WINDOW)) or int(digits) > MAX_WINDOW:
+                raise ValueError(f"{invalid}: at most {MAX_WINDOW:,} runs")
+            return cls(kind="last", runs=int(digits))
         if match["regime"]:
             return cls(kind="regime")
         try:
@@ -410,10 +417,15 @@ class WindowSpec(Frozen):
         return f"since:{self.since}"
 
 
+MAX_REGIME_RUNS = 100
+"""The most ``regimes.min_regime_runs``: the detector's running medians hold runs ×
+2·min_regime_runs values (docs/configuration.md#regimes)."""
+
+
 class RegimeSettings(Frozen):
     """Sensitivity of the regime detector (repository config ``regimes:``)."""
 
-    min_regime_runs: int = Field(default=5, ge=2)
+    min_regime_runs: int = Field(default=5, ge=2, le=MAX_REGIME_RUNS)
     min_effect_sigma: float = Field(default=2.0, gt=0)  # 3.0 missed half the 3-sigma steps
     min_relative_change: float = Field(default=0.0, ge=0)
     merge_distance: int = Field(default=3, ge=0)

@@ -10,7 +10,7 @@ harmful change), they never set a limit.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime
 from statistics import median
@@ -49,6 +49,10 @@ __all__ = [
 ]
 
 DEFAULT_MODELS = parse_models("minmax,percentile p=5,zscore k=3,prediction,iqr")
+CHUNK_BYTES = 4 << 20
+"""The most bytes of windows the replay stacks at once (a window of each run, a row each):
+its memory is the history's, O(runs), plus a few times this, whatever the window."""
+FLOAT_BYTES = 8
 CLEARLY = 2.0  # the current model is clearly noisier at this many times the false alarms…
 MORE = 3  # … and at least this many more
 
@@ -151,26 +155,46 @@ class GateBacktest:
 # --------------------------------------------------------------------------- the replay
 
 
+def _chunks(start: int, stop: int, window: int) -> Iterator[range]:
+    """Runs ``start`` to ``stop`` in consecutive ranges whose windows stacked hold at most
+    ``CHUNK_BYTES`` (one run's at least)."""
+    step = max(1, CHUNK_BYTES // (window * FLOAT_BYTES))
+    for first in range(start, stop, step):
+        yield range(first, min(first + step, stop))
+
+
+def _windows(values: FloatArray, runs: range, window: int) -> FloatArray:
+    """The windows before ``runs`` stacked, a row each: the ``window`` values before the
+    run, or at the start all before it, padded at the end with NaN to the longest's width."""
+    if runs.start >= window:
+        rows = sliding_window_view(values, window)[runs.start - window : runs.stop - window]
+        return np.ascontiguousarray(rows)
+    head = values[: runs.stop - 1]  # the longest: every run before the chunk's last
+    ends = np.arange(runs.start, runs.stop)[:, np.newaxis]
+    padded: FloatArray = np.where(np.arange(head.size) < ends, head, np.nan)
+    return padded
+
+
 def limits_before(
     values: FloatArray, bound: Bound, rule: RuleSettings, window: int, min_runs: int
 ) -> FloatArray:
     """The limit ``rule`` gives run *i* of ``values`` (finite, oldest first) from the
     ``window`` runs before it (fewer at the start); NaN until ``min_runs`` runs precede it.
-    Run *i* and later runs never enter the limit that judges run *i*."""
+    Run *i* and later runs never enter the limit that judges run *i*.
+
+    The windows are stacked a chunk of runs at a time (:data:`CHUNK_BYTES`), so the memory
+    is O(runs) whatever the window; the job's deadline is checked between chunks."""
     n = values.size
     limits = np.full(n, np.nan)
     first = max(min_runs, 1)
-    if first < min(window, n):  # the first runs: shorter windows, padded with NaN
-        short = np.arange(first, min(window, n))
-        head = values[: short[-1]]
-        padded = np.where(np.arange(head.size) < short[:, np.newaxis], head, np.nan)
-        limits[short], _ = recompute_limits(padded, bound.op, bound.literal, rule)
-    start = max(window, first)
-    if n > start:
-        rows = sliding_window_view(values, window)[start - window : n - window]
-        limits[start:], _ = recompute_limits(
-            np.ascontiguousarray(rows), bound.op, bound.literal, rule
-        )
+    edge = max(first, min(window, n))  # the first runs have shorter windows
+    for start, stop in ((first, edge), (edge, n)):
+        for runs in _chunks(start, stop, window):
+            deadline.check("backtesting")
+            rows = _windows(values, runs, window)
+            limits[runs.start : runs.stop], _ = recompute_limits(
+                rows, bound.op, bound.literal, rule
+            )
     return limits
 
 

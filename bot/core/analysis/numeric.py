@@ -94,19 +94,23 @@ def t_quantile(p: float, freedom: int) -> float:
 
 
 def _t_cdf(x: float, freedom: int) -> float:
-    """``P(T <= x)`` for ``x`` ≥ 0 and whole ``freedom``."""
+    """``P(T <= x)`` for ``x`` ≥ 0 and whole ``freedom``.
+
+    The series' terms are running products and its sum a running sum (numpy's
+    ``accumulate``: the same operations in the same order as a loop, so the same bits)."""
     theta = math.atan(x / math.sqrt(freedom))
     sine, cosine2 = math.sin(theta), math.cos(theta) ** 2
-    total, term = 1.0, 1.0
     if freedom % 2:  # odd: 2/π · (θ + sinθ cosθ (1 + 2/3 cos²θ + 2·4/(3·5) cos⁴θ + …))
-        for k in range(1, (freedom - 1) // 2):
-            term *= cosine2 * (2 * k) / (2 * k + 1)
-            total += term
+        k = np.arange(1, (freedom - 1) // 2, dtype=np.float64)
+        factors = cosine2 * (2 * k) / (2 * k + 1)
+    else:  # even: sinθ (1 + 1/2 cos²θ + 1·3/(2·4) cos⁴θ + …)
+        k = np.arange(1, freedom // 2, dtype=np.float64)
+        factors = cosine2 * (2 * k - 1) / (2 * k)
+    terms = np.multiply.accumulate(np.concatenate(([1.0], factors)))
+    total = float(np.add.accumulate(terms)[-1])
+    if freedom % 2:
         inside = theta + (sine * math.cos(theta) * total if freedom > 1 else 0.0)
         area = 2.0 / math.pi * inside
-    else:  # even: sinθ (1 + 1/2 cos²θ + 1·3/(2·4) cos⁴θ + …)
-        for k in range(1, freedom // 2):
-            term *= cosine2 * (2 * k - 1) / (2 * k)
-            total += term
+    else:
         area = sine * total
     return 0.5 + 0.5 * area
