@@ -6,6 +6,8 @@ Loaded from ``tests/conftest.py`` (``pytest_plugins``).  Fixtures:
   ``pg_ctl`` (as the ``postgres`` user, or ``nobody``, when the tests run as root: the
   server refuses root), trust authentication on 127.0.0.1 only, stopped at the end;
 - ``redis_server``: ``redis-server`` on 127.0.0.1 without persistence;
+- ``postgres_running()`` / ``redis_running(appendonly=...)``: servers of a test's own, to
+  ``restart``, or ``halt`` and ``resume`` (same port, same data: a fault test);
 - ``database_url`` (parametrised ``sqlite`` / ``postgres``): a new empty database per test,
   as an SQLAlchemy URL; a test using it runs on both engines;
 - ``postgres_url``: a new empty PostgreSQL database per test;

@@ -49,7 +49,7 @@ pytestmark = pytest.mark.servers
 PULLS = 8
 BURSTS = 5
 BURST_SIZE = 8  # 4 PRs, 2 deliveries each: 40 deliveries
-FAULT_AT = 2  # the fault starts with this burst (counted from 0)
+FAULT_AT = 1  # the fault starts with this burst (counted from 0)
 OUTAGE = 20.0  # seconds a stopped service stays down
 RESTART_PAUSE = 1.0  # seconds Redis is down in a restart (a burst arrives meanwhile)
 RECOVERY = 60.0  # seconds after the service is back by which every stored delivery is done
@@ -72,9 +72,9 @@ def _stopped(halt: Callable[[], None], resume: Callable[[], None]) -> None:
 
 FAULTS = {
     "postgres-restart": Fault(lambda pg, _: pg.restart("fast"), gap=0.5),
-    "postgres-stopped": Fault(lambda pg, _: _stopped(lambda: pg.halt("fast"), pg.resume), 6.0),
+    "postgres-stopped": Fault(lambda pg, _: _stopped(lambda: pg.halt("fast"), pg.resume), 5.0),
     "redis-restart": Fault(lambda _, redis: redis.restart(pause=RESTART_PAUSE), gap=0.5),
-    "redis-stopped": Fault(lambda _, redis: _stopped(redis.halt, redis.resume), gap=6.0),
+    "redis-stopped": Fault(lambda _, redis: _stopped(redis.halt, redis.resume), gap=5.0),
 }
 
 
