@@ -365,7 +365,7 @@ class Supervisor:
             return 0
         count = self.recover(before=datetime.now(UTC)) + self.release_orphans()
         log.warning(
-            "the store and the queue answer again: re-enqueued %d deliveries",
+            "after an outage, a restart or a failed write: re-enqueued %d deliveries",
             count,
             extra={"restarted": restarted},
         )
@@ -375,6 +375,7 @@ class Supervisor:
 
     def start(self) -> None:
         """Recover now, then watch, renew leases and sweep for orphans in a background thread."""
+        self.watch()  # which servers answer now: a restart from here on is seen
         self.recover()
         self._thread = threading.Thread(target=self._loop, name="supervisor", daemon=True)
         self._thread.start()
