@@ -2,7 +2,7 @@
 and everything stored is done soon after the service is back.
 
 As ``deploy/compose.yaml`` runs the App: ``serve --no-workers`` and two ``worker`` processes
-(the default lease, retries and sweeps; fast retry backoff as in every cluster test) on a
+(the default lease and sweeps; fast retry backoff, 30 attempts, as the cluster tests) on a
 PostgreSQL cluster and a Redis with an append-only file (``tests/services.py``: servers of this
 module's own, since each test stops or restarts one).  Bursts of signed deliveries for PRs on
 the fake GitHub (``tests/pull_traffic.py``); while a burst is in flight, one fault per test:
