@@ -6,15 +6,19 @@
 ``delivery(pull, kind)`` is a signed delivery for a PR as it is now: ``opened`` /
 ``synchronize`` (reviewed), ``edited`` (a body edit: ignored by the review), ``comment``
 (a plain comment on the PR, no command: ignored); ``push`` moves a PR's head.  ``bursts``
-lays out the traffic: groups of PRs, several deliveries each, in random order.  Used by
-``tests/test_scale_e2e.py`` and ``bench/bench_scale.py``.
+lays out the traffic: groups of PRs, several deliveries each, in random order;
+``post_burst`` sends one burst at once.  Used by
+``tests/test_scale_e2e.py``, ``tests/test_store_faults.py`` and ``bench/bench_scale.py``.
 """
 
 from __future__ import annotations
 
 import random
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+
+import httpx
 
 from tests.fakes.github_api import FakeGitHub
 from tests.fakes.github_state import Repo
@@ -159,3 +163,22 @@ def bursts(
         rng.shuffle(items)
         plan.append(Burst(pushed, tuple(items)))
     return plan
+
+
+def post_burst(urls: list[str], items: list[tuple[Pull, str]]) -> dict[str, tuple[Pull, str, int]]:
+    """POST a burst at once, spread over ``urls``; id -> (PR, kind, HTTP status)."""
+    signed = [delivery(pull, kind) for pull, kind in items]
+    clients = [httpx.Client(base_url=url, timeout=30) for url in urls]
+    try:
+
+        def send(n: int) -> int:
+            d = signed[n]
+            client = clients[n % len(clients)]
+            return client.post("/webhook", content=d.body, headers=d.headers).status_code
+
+        with ThreadPoolExecutor(max_workers=len(signed)) as pool:
+            statuses = list(pool.map(send, range(len(signed))))
+    finally:
+        for client in clients:
+            client.close()
+    return {d.id: (d.pull, d.kind, s) for d, s in zip(signed, statuses, strict=True)}

@@ -6,6 +6,8 @@ Loaded from ``tests/conftest.py`` (``pytest_plugins``).  Fixtures:
   ``pg_ctl`` (as the ``postgres`` user, or ``nobody``, when the tests run as root: the
   server refuses root), trust authentication on 127.0.0.1 only, stopped at the end;
 - ``redis_server``: ``redis-server`` on 127.0.0.1 without persistence;
+- ``postgres_running()`` / ``redis_running(appendonly=...)``: servers of a test's own, to
+  ``restart``, or ``halt`` and ``resume`` (same port, same data: a fault test);
 - ``database_url`` (parametrised ``sqlite`` / ``postgres``): a new empty database per test,
   as an SQLAlchemy URL; a test using it runs on both engines;
 - ``postgres_url``: a new empty PostgreSQL database per test;
@@ -89,6 +91,7 @@ class Postgres:
     port: int
     pg_ctl: Path
     user: pwd.struct_passwd | None
+    options: str = ""  # the server's command-line options (``pg_ctl -o``)
     _names: Iterator[int] = field(default_factory=lambda: itertools.count(1))
 
     def url(self, database: str = "postgres") -> str:
@@ -113,13 +116,26 @@ class Postgres:
         """Drop ``name``, closing whatever connections are left on it."""
         self.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
 
+    def _ctl(self, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
+        data, log = str(self.root / "data"), str(self.root / "server.log")
+        return _run_as(self.user, [str(self.pg_ctl), "-D", data, "-l", log, *args], check=check)
+
+    def restart(self, mode: str = "fast") -> None:
+        """``pg_ctl restart -m mode``: every connection is dropped; returns once the server
+        accepts connections again (same port and options)."""
+        self._ctl("-m", mode, "-w", "-t", str(int(START_SECONDS)), "restart")
+
+    def halt(self, mode: str = "fast") -> None:
+        """Stop the server (``pg_ctl stop -m mode``), keeping its data for ``resume``."""
+        self._ctl("-m", mode, "-w", "stop")
+
+    def resume(self) -> None:
+        """Start the server ``halt`` stopped; returns once it accepts connections."""
+        self._ctl("-w", "-t", str(int(START_SECONDS)), "-o", self.options, "start")
+
     def stop(self) -> None:
         """Stop the server at once and remove its directory."""
-        _run_as(
-            self.user,
-            [str(self.pg_ctl), "-D", str(self.root / "data"), "-m", "immediate", "-w", "stop"],
-            check=False,
-        )
+        self._ctl("-m", "immediate", "-w", "stop", check=False)
         shutil.rmtree(self.root, ignore_errors=True)
 
 
@@ -192,6 +208,7 @@ def start_postgres(durable: bool = False) -> Postgres:
         options += ["-c fsync=off", "-c full_page_writes=off"]
     for _attempt in range(5):
         port = free_port()
+        line = " ".join([f"-p {port}", *options])
         started = _run_as(
             user,
             [
@@ -204,13 +221,13 @@ def start_postgres(durable: bool = False) -> Postgres:
                 "-t",
                 str(int(START_SECONDS)),
                 "-o",
-                " ".join([f"-p {port}", *options]),
+                line,
                 "start",
             ],
             check=False,
         )
         if started.returncode == 0:
-            return Postgres(root=root, port=port, pg_ctl=pg_ctl, user=user)
+            return Postgres(root=root, port=port, pg_ctl=pg_ctl, user=user, options=line)
     log = (root / "server.log").read_text(errors="replace")[-2000:]
     shutil.rmtree(root, ignore_errors=True)
     raise RuntimeError(f"PostgreSQL did not start: {started.stderr.strip()}\n{log}")
@@ -223,6 +240,7 @@ class Redis:
     port: int
     process: subprocess.Popen[bytes]
     root: Path
+    argv: list[str] = field(default_factory=list)  # how it was started (``resume``)
 
     @property
     def url(self) -> str:
@@ -235,13 +253,35 @@ class Redis:
 
         redis.Redis.from_url(self.url).flushall()
 
-    def stop(self) -> None:
-        """Stop the server and remove its directory."""
+    def halt(self) -> None:
+        """Stop the server (SIGTERM: with AOF, what it holds is on disk), keeping its
+        directory for ``resume``."""
         self.process.terminate()
         try:
             self.process.wait(10)
         except subprocess.TimeoutExpired:
             self.process.kill()
+            self.process.wait()
+
+    def resume(self) -> None:
+        """Start the server ``halt`` stopped, on the same port with the same options;
+        returns once it answers PING (after loading its append-only file, if any)."""
+        process = subprocess.Popen(self.argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        if not _answers(process, self.port):
+            process.kill()
+            process.wait()
+            raise RuntimeError(f"redis-server did not start again on port {self.port}")
+        self.process = process
+
+    def restart(self, pause: float = 0.0) -> None:
+        """``halt``, ``pause`` seconds down (a container's restart takes about one), ``resume``."""
+        self.halt()
+        time.sleep(pause)
+        self.resume()
+
+    def stop(self) -> None:
+        """Stop the server and remove its directory."""
+        self.halt()
         shutil.rmtree(self.root, ignore_errors=True)
 
 
@@ -252,10 +292,24 @@ def redis_missing() -> str | None:
     return None
 
 
-def start_redis() -> Redis:
-    """``redis-server`` on a free port of 127.0.0.1, no persistence, ready to answer."""
+def _answers(process: subprocess.Popen[bytes], port: int) -> bool:
+    """Wait until the ``redis-server`` ``process`` answers PING on ``port``; False if it
+    exits or ``START_SECONDS`` pass first."""
     import redis
 
+    deadline = time.monotonic() + START_SECONDS
+    while process.poll() is None and time.monotonic() < deadline:
+        try:
+            if redis.Redis(port=port, socket_timeout=1).ping():
+                return True
+        except redis.ConnectionError:  # not listening yet, or loading its data (LOADING)
+            time.sleep(0.05)
+    return False
+
+
+def start_redis(appendonly: bool = False) -> Redis:
+    """``redis-server`` on a free port of 127.0.0.1, ready to answer; no persistence, or with
+    ``appendonly`` an append-only file synced every second (as ``deploy/compose.yaml``)."""
     root = Path(tempfile.mkdtemp(prefix="threshold-bot-redis-"))
     for _attempt in range(5):
         port = free_port()
@@ -268,20 +322,17 @@ def start_redis() -> Redis:
             "--save",
             "",
             "--appendonly",
-            "no",
+            "yes" if appendonly else "no",
+            "--appendfsync",
+            "everysec",
             "--dir",
             str(root),
             "--protected-mode",
             "yes",
         ]
         process = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        deadline = time.monotonic() + START_SECONDS
-        while process.poll() is None and time.monotonic() < deadline:
-            try:
-                if redis.Redis(port=port, socket_timeout=1).ping():
-                    return Redis(port=port, process=process, root=root)
-            except redis.ConnectionError:
-                time.sleep(0.05)
+        if _answers(process, port):
+            return Redis(port=port, process=process, root=root, argv=argv)
         process.kill()
         process.wait()
     shutil.rmtree(root, ignore_errors=True)
@@ -292,6 +343,14 @@ def start_redis() -> Redis:
 @pytest.fixture(scope="session")
 def postgres() -> Iterator[Postgres]:
     """One throwaway PostgreSQL cluster for the session."""
+    with postgres_running() as server:
+        yield server
+
+
+@contextlib.contextmanager
+def postgres_running() -> Iterator[Postgres]:
+    """A PostgreSQL cluster of the caller's own (one to restart), stopped at the end (skips
+    the test if none can start)."""
     reason = postgres_missing()
     if reason:
         unavailable(reason)
@@ -303,12 +362,12 @@ def postgres() -> Iterator[Postgres]:
 
 
 @contextlib.contextmanager
-def redis_running() -> Iterator[Redis]:
+def redis_running(appendonly: bool = False) -> Iterator[Redis]:
     """A ``redis-server`` of the caller's own, stopped at the end (skips the test if none)."""
     reason = redis_missing()
     if reason:
         unavailable(reason)
-    server = start_redis()
+    server = start_redis(appendonly)
     try:
         yield server
     finally:

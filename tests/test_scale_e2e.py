@@ -25,12 +25,10 @@ import threading
 import time
 from collections import Counter
 from collections.abc import Iterator
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
-import httpx
 import pytest
 from sqlalchemy import select
 from sqlalchemy.orm import Session, sessionmaker
@@ -53,7 +51,7 @@ from tests.cluster import (
 )
 from tests.fakes.github_api import FakeGitHub
 from tests.live import wait_until
-from tests.pull_traffic import REVIEWED, Pull, arrange, bursts, delivery, push
+from tests.pull_traffic import REVIEWED, Pull, arrange, bursts, post_burst, push
 
 pytestmark = pytest.mark.servers
 
@@ -148,25 +146,6 @@ class Killer:
                 self.cluster.worker(wait=False)
         except BaseException as exc:  # raised again by ``stop``
             self.errors.append(exc)
-
-
-def post_burst(urls: list[str], items: list[tuple[Pull, str]]) -> dict[str, tuple[Pull, str, int]]:
-    """POST a burst at once, spread over ``urls``; id -> (PR, kind, HTTP status)."""
-    signed = [delivery(pull, kind) for pull, kind in items]
-    clients = [httpx.Client(base_url=url, timeout=30) for url in urls]
-    try:
-
-        def send(n: int) -> int:
-            d = signed[n]
-            client = clients[n % len(clients)]
-            return client.post("/webhook", content=d.body, headers=d.headers).status_code
-
-        with ThreadPoolExecutor(max_workers=len(signed)) as pool:
-            statuses = list(pool.map(send, range(len(signed))))
-    finally:
-        for client in clients:
-            client.close()
-    return {d.id: (d.pull, d.kind, s) for d, s in zip(signed, statuses, strict=True)}
 
 
 def test_a_cluster_with_workers_killed_processes_every_delivery_once(

@@ -99,7 +99,7 @@ def test_descriptive_delivery_text_is_cleaned_and_cut_alike(sessions: Sessions) 
     deliveries.add(sessions, running)
     assert deliveries.claim(sessions, running.id, owner, lease=60) is not None
     assert deliveries.holders(sessions) == {cleaned(owner, 200)}
-    assert deliveries.renew_leases(sessions, owner, 60) == 1  # the cut holder is still found
+    assert deliveries.renew_leases(sessions, owner, 60, [running.id]) == 1  # the cut holder
     deliveries.schedule_retry(sessions, running.id, error, datetime.now(UTC))
     retried = deliveries.get(sessions, running.id)
     assert retried is not None and retried.last_error == cleaned(error)

@@ -277,6 +277,46 @@ def test_long_handlers_keep_their_lease(tmp_path: Path) -> None:
         rt.close()
 
 
+def test_a_delivery_this_process_holds_and_no_thread_runs_is_put_back_once(
+    tmp_path: Path, database_url: str
+) -> None:
+    """A claim that committed as its connection dropped (the thread never learnt it had the
+    delivery) leaves it running under this live process: its lease is not renewed for ever,
+    the supervisor puts it back and it runs once; one a thread runs is left alone."""
+    release = threading.Event()
+    runs: list[str] = []
+    recorder = Recorder()
+
+    @recorder.router.register("pull_request")
+    def slow(ctx: HandlerContext, payload: dict[str, Any]) -> None:
+        runs.append(ctx.delivery.id)
+        release.wait(timeout=30)
+
+    settings = make_settings(tmp_path, database_url=database_url, lease_seconds=600)
+    rt = build(settings, router=recorder.router)
+    try:
+        owner, sessions = rt.worker.owner, rt.sessions
+        rt.start_workers()
+        running = _store(rt)
+        rt.queue.enqueue(running)
+        wait_until(lambda: runs == [running], what="a thread to run the first delivery")
+        orphan = _store(rt)
+        assert deliveries.claim(sessions, orphan, owner, lease=600) is not None
+        assert rt.worker.in_hand() == {running}
+        assert deliveries.renew_leases(sessions, owner, 600, rt.worker.in_hand()) == 1
+        assert rt.supervisor.release_orphans() == 1
+        wait_until(lambda: runs == [running, orphan], what="the orphan to run again")
+        assert rt.supervisor.release_orphans() == 0  # both are in hand now
+        release.set()
+        for delivery_id in (running, orphan):
+            assert _finished(rt, delivery_id).status == "done"
+        stored = deliveries.get(sessions, orphan)
+        assert stored is not None and stored.attempts == 2  # the lost claim, and this run
+    finally:
+        release.set()
+        rt.close()
+
+
 def test_a_non_object_payload_fails_without_retry(runtime: Runtime) -> None:
     new = NewDelivery(
         id="bad-1", event="pull_request", action=None, installation_id=None, body="[]"

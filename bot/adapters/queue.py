@@ -47,10 +47,15 @@ def make_huey(settings: Settings, memory: bool = False) -> Huey:
 
 
 class JobQueue:
-    """Enqueue delivery ids and run them on in-process consumer threads."""
+    """Enqueue delivery ids and run them on in-process consumer threads.
+
+    ``failures`` counts the enqueues that failed (the queue unreachable): the jobs they
+    carried are lost, their deliveries stay stored (``bot.app.worker.Supervisor``).
+    """
 
     def __init__(self, huey: Huey) -> None:
         self.huey = huey
+        self.failures = 0
         self._runner: Callable[[str], None] | None = None
         self._consumer: _EmbeddedConsumer | None = None
         self._task = huey.task(name=TASK_NAME)(self._run)
@@ -63,8 +68,8 @@ class JobQueue:
             return
         if len(ids) > 1:  # the rest go back for the next free worker thread
             try:
-                self._task(ids[1:])
-            except Exception:  # stored: the supervisor's sweep will enqueue them later
+                self._put(ids[1:])
+            except Exception:  # stored: the supervisor enqueues them again
                 log.exception("re-enqueue failed", extra={"ids": ids[1:50]})
         self._runner(ids[0])
 
@@ -72,12 +77,19 @@ class JobQueue:
         """Set the function that runs one delivery id (``Worker.run``)."""
         self._runner = runner
 
+    def _put(self, ids: str | list[str], delay: float = 0.0) -> None:
+        try:
+            if delay > 0:
+                self._task.schedule((ids,), delay=delay)
+            else:
+                self._task(ids)
+        except Exception:
+            self.failures += 1
+            raise
+
     def enqueue(self, delivery_id: str, delay: float = 0.0) -> None:
         """Queue a delivery id to run now, or after ``delay`` seconds."""
-        if delay > 0:
-            self._task.schedule((delivery_id,), delay=delay)
-        else:
-            self._task(delivery_id)
+        self._put(delivery_id, delay)
 
     def enqueue_many(self, delivery_ids: list[str]) -> None:
         """Queue several delivery ids as one job (one write to the queue).
@@ -87,9 +99,9 @@ class JobQueue:
         run one at a time each, spread over every worker thread.
         """
         if len(delivery_ids) == 1:
-            self._task(delivery_ids[0])
+            self._put(delivery_ids[0])
         elif delivery_ids:
-            self._task(list(delivery_ids))
+            self._put(list(delivery_ids))
 
     def pending(self) -> int:
         """Jobs waiting in the queue (not counting scheduled retries)."""
@@ -107,6 +119,14 @@ class JobQueue:
     def file(self) -> Path | None:
         """The embedded queue's SQLite file; None for Redis or memory."""
         return Path(self.huey.storage.filename) if isinstance(self.huey, SqliteHuey) else None
+
+    def identity(self) -> str | None:
+        """Which run of the Redis server holds the jobs (its ``run_id``, new at each start:
+        a restart may have lost jobs); None for the embedded queue.  Raises when Redis does
+        not answer."""
+        if not isinstance(self.huey, RedisHuey):
+            return None
+        return str(self.huey.storage.conn.info("server")["run_id"])
 
     def ping(self) -> None:
         """Raise unless the queue's storage answers now: Redis a PING, the file a read."""

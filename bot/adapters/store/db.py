@@ -1,10 +1,13 @@
-"""The SQLAlchemy engine and declarative base shared by every table module; ``init_db``."""
+"""The SQLAlchemy engine and declarative base shared by every table module; ``init_db``;
+``unavailable`` (an error that says the database could not be reached) and ``identity``
+(which run of the database server this is)."""
 
 from __future__ import annotations
 
 import importlib
 
-from sqlalchemy import Engine, create_engine, event
+from sqlalchemy import Engine, create_engine, event, text
+from sqlalchemy.exc import DBAPIError, InterfaceError, OperationalError
 from sqlalchemy.orm import DeclarativeBase, sessionmaker
 
 from bot.adapters.store import schema
@@ -81,3 +84,25 @@ def init_db(engine: Engine, upgrade: bool = False) -> sessionmaker:  # type: ign
     elif found != schema.head():
         schema.check(engine)  # raises, unless another process just upgraded it
     return sessionmaker(engine, expire_on_commit=False)
+
+
+def unavailable(exc: BaseException) -> bool:
+    """Whether ``exc`` says the database could not be reached or dropped the connection
+    (a server restarting or down, a network cut; SQLite's file locked too long): worth
+    trying again once it is back, unlike an error in the statement itself."""
+    if isinstance(exc, OperationalError | InterfaceError):
+        return True
+    return isinstance(exc, DBAPIError) and bool(exc.connection_invalidated)
+
+
+_STARTED = text("SELECT pg_postmaster_start_time()")
+
+
+def identity(engine: Engine) -> str | None:
+    """Which run of the database server answers: PostgreSQL's start time, which changes
+    when the server restarts (whatever was under way then may be lost); None for SQLite,
+    whose file has no server.  Raises when the database cannot be reached."""
+    if engine.dialect.name != "postgresql":
+        return None
+    with engine.connect() as conn:
+        return str(conn.execute(_STARTED).scalar())

@@ -7,7 +7,9 @@ handler wants it).  The queue only carries delivery ids: anything not ``done``,
 ``UPDATE`` so a delivery enqueued twice still runs once at a time; a running
 delivery holds a lease its worker renews, and a lease that runs out (the worker
 died) lets another worker take it over; so does a holder known to be dead (a
-crashed process on the same host: ``recoverable(gone=...)``).
+crashed process on the same host: ``recoverable(gone=...)``).  Only the deliveries a
+process's threads hold in hand are renewed; one it holds that no thread runs (a claim or
+closing write cut off by the database going away) is put back by ``release_orphans``.
 
 Ignored deliveries are stored without their body (the webhook drops it).  Finished
 deliveries (``done``, ``failed``, ``ignored``) are deleted ``retention`` after they
@@ -28,7 +30,7 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
@@ -202,7 +204,11 @@ _RETRY = (
 )
 _RENEW = (
     update(T)
-    .where(_C.status == "running", _C.claimed_by == bindparam("b_owner"))
+    .where(
+        _C.status == "running",
+        _C.claimed_by == bindparam("b_owner"),
+        _C.id.in_(bindparam("b_ids", expanding=True)),
+    )
     .values(lease_until=bindparam("b_lease"))
 )
 
@@ -416,11 +422,48 @@ def schedule_retry(sessions: Sessions, delivery_id: str, error: str, at: datetim
         conn.execute(_RETRY, params)
 
 
-def renew_leases(sessions: Sessions, owner: str, lease: float) -> int:
-    """Extend the leases of every delivery ``owner`` is running; return how many."""
-    params = {"b_owner": owner, "b_lease": now_utc() + timedelta(seconds=lease)}
+def renew_leases(sessions: Sessions, owner: str, lease: float, ids: Collection[str]) -> int:
+    """Extend the leases of the deliveries ``ids`` that ``owner`` holds; return how many.
+
+    Only those its threads are running: a delivery whose last write failed (the store went
+    away) stays held until ``release_orphans`` puts it back, never renewed for ever.
+    """
+    if not ids:
+        return 0
+    params = {"b_owner": owner, "b_lease": now_utc() + timedelta(seconds=lease), "b_ids": ids}
     with _writing(sessions) as conn:
         return _count(conn.execute(_RENEW, params))
+
+
+def release_orphans(
+    sessions: Sessions, owner: str, in_hand: Callable[[], Collection[str]]
+) -> list[str]:
+    """Put back to ``queued`` the deliveries held by ``owner`` (this process) that none of
+    its threads runs any more; their ids, to enqueue again.
+
+    A thread whose claim committed as its connection dropped (so it never learnt it had the
+    delivery), or whose closing write failed, leaves its delivery ``running`` under a live
+    holder: no lease runs out while the process renews it, and no sweep takes it over.
+    ``in_hand()`` is read after the held rows: a thread puts an id in hand before it claims
+    and takes it out after its closing write, so a row held then and not in hand is an
+    orphan; one claimed again since (its ``attempts`` moved on) is left alone.
+    """
+    now = now_utc()
+    held = select(_C.id, _C.attempts).where(_C.status == "running", _C.claimed_by == owner)
+    with _writing(sessions) as conn:
+        rows = conn.execute(held).all()
+        running = set(in_hand())
+        orphans = [(i, attempts) for i, attempts in rows if i not in running]
+        if not orphans:
+            return []
+        same = or_(*((_C.id == i) & (_C.attempts == attempts) for i, attempts in orphans))
+        released = conn.execute(
+            update(T)
+            .where(same, _C.status == "running", _C.claimed_by == owner)
+            .values(status="queued", claimed_by=None, lease_until=None, updated_at=now)
+            .returning(_C.id)
+        )
+        return [str(i) for i in released.scalars()]
 
 
 def holders(sessions: Sessions) -> set[str]:
@@ -431,18 +474,26 @@ def holders(sessions: Sessions) -> set[str]:
 
 
 def recoverable(
-    sessions: Sessions, stuck_after: float | None = None, gone: Sequence[str] = ()
+    sessions: Sessions,
+    stuck_after: float | None = None,
+    gone: Sequence[str] = (),
+    before: datetime | None = None,
 ) -> list[Delivery]:
     """Open deliveries that no live worker holds, oldest first (as found), to re-enqueue.
 
     A ``running`` delivery whose lease ran out, or whose holder is in ``gone`` (workers
     known to be dead), goes back to ``queued``.  With ``stuck_after`` (seconds) only
     deliveries queued or due that long ago are included, so a periodic sweep leaves a
-    healthy backlog alone; without it (at start-up), every ``queued`` and ``retry`` delivery.
+    healthy backlog alone; with ``before`` (aware UTC: when the queue or the store came
+    back from an outage that may have lost their jobs), the ``queued`` and ``retry`` ones
+    last enqueued before then; with neither (at start-up), every ``queued`` and ``retry``
+    delivery.
     """
     now = now_utc()
     waiting: ColumnElement[bool] = _C.status.in_(("queued", "retry"))
-    if stuck_after is not None:
+    if before is not None:
+        waiting = waiting & (_C.updated_at < before.astimezone(UTC).replace(tzinfo=None))
+    elif stuck_after is not None:
         old = now - timedelta(seconds=stuck_after)
         waiting = ((_C.status == "queued") & (_C.updated_at < old)) | (
             (_C.status == "retry") & (_C.next_attempt_at < old)
