@@ -28,6 +28,7 @@ from bot.adapters.github.app import GitHubApp
 from bot.adapters.locks import DEFAULT_TTL, Locks
 from bot.adapters.locks.rows import RowLocks
 from bot.adapters.store import drift as records
+from bot.adapters.store import installations
 from bot.adapters.store.db import init_db, make_engine
 from bot.adapters.store.drift import Sessions
 from bot.app.metrics import Metrics
@@ -693,3 +694,34 @@ def test_an_installation_out_of_budget_resumes_at_the_repository_it_stopped_at(
     metrics = Metrics()
     metrics.record_drift(first)
     assert 'threshold_bot_drift_cut_total{scope="installation"} 1.0' in metrics.render().decode()
+
+
+def test_the_watch_command_says_what_its_budget_cut_and_the_next_run_goes_on_from_there(
+    world: World, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    large = script(padding=1100)  # over 1024 bytes: one script a run
+    repo = world.repo("octo/cli", drifted(), files={"ci/a.sh": large, SCRIPT: large})
+    installations.upsert(world.sessions, 7, "octo", "active")
+    assert world.fake.private_key is not None
+    env = {
+        "APP_ID": str(world.fake.app_id),
+        "PRIVATE_KEY": world.fake.private_key,
+        "GITHUB_API_URL": world.fake.base_url,
+        "DATABASE_URL": f"sqlite:///{tmp_path / 'bot.db'}",  # the world's store
+        "MAX_THRESHOLD_FILE_BYTES": str(MAX_BYTES),
+        "DRIFT_REPOSITORY_BYTES": "1024",
+    }
+    monkeypatch.delenv("REDIS_URL", raising=False)
+    runner = CliRunner()
+    first = runner.invoke(cli, ["watch"], env=env)
+    assert first.exit_code == 0, first.output
+    assert first.stdout.splitlines() == [
+        f"{repo.full_name}: ci/a.sh: opened #1",
+        f"{repo.full_name}: cut at {SCRIPT} (its 1024 bytes spent); resumes there next round",
+    ]
+    second = runner.invoke(cli, ["watch"], env=env)
+    assert second.exit_code == 0, second.output
+    assert second.stdout.splitlines() == [
+        f"{repo.full_name}: {SCRIPT}: opened #2",
+        f"{repo.full_name}: ci/a.sh: unchanged #1",
+    ]
