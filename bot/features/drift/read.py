@@ -58,6 +58,11 @@ class BranchFiles:
             g.source.path for tf in self.files for g in tf.gates if g.source and g.source.path
         )
 
+    @property
+    def complete(self) -> bool:
+        """Whether every file the watch reads here has been read."""
+        return self.read >= frozenset(self.paths)
+
     def file(self, path: str) -> ThresholdFile | None:
         """The threshold file read at ``path`` (None: not read yet, unreadable, or no gates)."""
         return next((tf for tf in self.files if tf.path == path), None)
@@ -143,10 +148,10 @@ class BranchCache:
                 self._items.popitem(last=False)
 
     def history_paths(self, repo: str) -> frozenset[str] | None:
-        """The history files of the repository's last read (None: never read here)."""
+        """The history files of the repository's last read (None: not completely read here)."""
         with self._lock:
             found = self._items.get(repo)
-            return None if found is None else found.history_paths
+            return None if found is None or not found.complete else found.history_paths
 
     def config(self, repo: str) -> RepoConfig | None:
         """The config of the repository's last read (None: never read here)."""

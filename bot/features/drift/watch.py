@@ -360,7 +360,7 @@ def watch_round(
     ids = records.installation_ids(sessions) if installations is None else installations
     stored = records.cursors(sessions)
     order = _rotated_ids(sorted(ids), stored.get(ROUND_CURSOR, ""))
-    if len(order) > 1:
+    if len(order) > 1 and not repos:  # a round over some repositories moves no cursor on
         records.set_cursor(sessions, ROUND_CURSOR, str(order[1]))
     watched: list[RepoWatch] = []
     stopped: list[int] = []
@@ -384,7 +384,13 @@ def watch_round(
         names = _rotated(list(todo), stored.get(key, ""))
         budget = Budget(f"installation {installation_id}", options.installation)
         turns.append(
-            _Turn(installation_id, gh, deque(todo[n] for n in names), budget, key in stored)
+            _Turn(
+                installation_id,
+                gh,
+                deque(todo[n] for n in names),
+                budget,
+                resumed=key in stored and not repos,
+            )
         )
     while turns:
         for turn in list(turns):
@@ -407,7 +413,8 @@ def watch_round(
                 continue
             over = turn.budget.spent()  # its reads are limited inside the repository
             if over is not None and over.limit == "seconds":
-                cuts.append(_installation_cut(sessions, turn, info.full_name, "", over))
+                resume = stored.get(f"repository:{info.full_name}", "")
+                cuts.append(_installation_cut(sessions, turn, info.full_name, resume, over))
                 turns.remove(turn)
                 continue
             turn.left.popleft()
@@ -524,10 +531,11 @@ def drift_job(
             for acted in report.acted:
                 counts[acted.action] = counts.get(acted.action, 0) + 1
             log.info(
-                "drift watch: %d repositories, %s%s",
+                "drift watch: %d repositories, %s%s%s",
                 len(report.repositories),
                 ", ".join(f"{n} {a}" for a, n in sorted(counts.items())) or "no files",
                 f", stopped early in {len(report.stopped_early)}" if report.stopped_early else "",
+                f", {len(report.cut)} cut by their budgets" if report.cut else "",
             )
         return report
 
