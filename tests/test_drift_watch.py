@@ -27,8 +27,8 @@ from typer.testing import CliRunner
 from bot.adapters.github.app import GitHubApp
 from bot.adapters.locks import DEFAULT_TTL, Locks
 from bot.adapters.locks.rows import RowLocks
+from bot.adapters.store import cursors, installations
 from bot.adapters.store import drift as records
-from bot.adapters.store import installations
 from bot.adapters.store.db import init_db, make_engine
 from bot.adapters.store.drift import Sessions
 from bot.app.metrics import Metrics
@@ -613,7 +613,7 @@ def test_a_slow_repository_does_not_hold_back_another_installations_drift_issue(
     (again,) = [r for r in done.repositories if r.repo == slow.full_name]
     visited = [a.file for a in again.acted]
     assert visited[0] == cut.resume and sorted(visited) == sorted([SCRIPT, *SLOW_FILES])
-    assert records.cursors(world.sessions) == {"round": "7"}  # nothing is cut any more
+    assert cursors.stored(world.sessions) == {"round": "7"}  # nothing is cut any more
 
 
 def test_a_repository_cut_by_its_bytes_resumes_where_it_stopped_and_completes_later(
@@ -657,7 +657,7 @@ def test_a_repository_cut_by_its_bytes_resumes_where_it_stopped_and_completes_la
     metrics.record_drift(third)
     assert reads(before) == paths[:2] and third.cut == ()
     assert [(a.file, a.action) for a in third.acted] == [(p, "unchanged") for p in paths]
-    assert records.cursors(world.sessions) == {}
+    assert cursors.stored(world.sessions) == {}
     assert len(app_issues(repo)) == len(paths)
     exposed = metrics.render().decode()
     assert 'threshold_bot_drift_cut_total{scope="repository"} 2.0' in exposed
@@ -682,7 +682,7 @@ def test_an_installation_out_of_budget_resumes_at_the_repository_it_stopped_at(
         repos[2],
         SCRIPT,
     )
-    assert records.cursors(world.sessions) == {
+    assert cursors.stored(world.sessions) == {
         "installation:7": repos[2],
         f"repository:{repos[2]}": SCRIPT,
     }
@@ -690,7 +690,7 @@ def test_an_installation_out_of_budget_resumes_at_the_repository_it_stopped_at(
     second = world.round(installation=share)
     assert [r.repo for r in second.repositories] == [repos[2], *repos[:2]]
     assert [a.action for a in second.acted] == ["opened", "unchanged", "unchanged"]
-    assert second.cut == () and records.cursors(world.sessions) == {}
+    assert second.cut == () and cursors.stored(world.sessions) == {}
     metrics = Metrics()
     metrics.record_drift(first)
     assert 'threshold_bot_drift_cut_total{scope="installation"} 1.0' in metrics.render().decode()

@@ -6,10 +6,6 @@ worker *claims* the row with a lease before it touches GitHub, so several proces
 a restart after ``kill -9``, never act on the same file at once (an expired lease is
 taken over).  Rows are never deleted: a closed item leaves the row ``idle``, and the
 next drift opens a new item on the same row.
-
-Table ``drift_cursors``: where the watch resumes what a round's budget cut
-(``bot.features.drift.watch``): per key (``installation:ID``, ``repository:OWNER/NAME``,
-``round``) the position to start at next round.  A row exists only while something is cut.
 """
 
 from __future__ import annotations
@@ -18,7 +14,7 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from typing import Literal
 
-from sqlalchemy import DateTime, Integer, String, UniqueConstraint, delete, or_, select, update
+from sqlalchemy import DateTime, Integer, String, UniqueConstraint, or_, select, update
 from sqlalchemy.orm import Mapped, Session, mapped_column, sessionmaker
 
 from bot.adapters.store.db import Base
@@ -280,34 +276,3 @@ def installation_ids(sessions: Sessions) -> list[int]:
     ids = {i for i, s in status.items() if s == "active"}
     ids |= {int(i) for i in seen if i is not None and status.get(int(i), "active") == "active"}
     return sorted(ids)
-
-
-class DriftCursorRow(Base):
-    """Where the next round resumes one cut scope (table ``drift_cursors``)."""
-
-    __tablename__ = "drift_cursors"
-
-    key: Mapped[str] = mapped_column(Key(300), primary_key=True)
-    position: Mapped[str] = mapped_column(Key(1024))
-    updated_at: Mapped[datetime] = mapped_column(DateTime)
-
-
-def cursors(sessions: Sessions) -> dict[str, str]:
-    """Every stored cursor: key -> position (one query per round)."""
-    with sessions() as session:
-        rows = session.execute(select(DriftCursorRow.key, DriftCursorRow.position)).all()
-        return {str(k): str(p) for k, p in rows}
-
-
-def set_cursor(sessions: Sessions, key: str, position: str | None) -> None:
-    """Store where ``key`` resumes (None: nothing of it is cut any more, the row goes)."""
-    with sessions.begin() as session:
-        if position is None:
-            session.execute(delete(DriftCursorRow).where(DriftCursorRow.key == key))
-            return
-        values = {"position": position, "updated_at": now_utc()}
-        session.execute(
-            upsert_insert(session)(DriftCursorRow)
-            .values(key=key, **values)
-            .on_conflict_do_update(index_elements=["key"], set_=values)
-        )

@@ -31,6 +31,7 @@ from bot.adapters.github.api import GitHubAPI, GitHubFactory, RepoInfo
 from bot.adapters.github.errors import GitHubError
 from bot.adapters.locks import Locks
 from bot.adapters.settings import Settings
+from bot.adapters.store import cursors
 from bot.adapters.store import drift as records
 from bot.core.access import guarded
 from bot.core.budget import Budget, BudgetSpent, Limits
@@ -358,10 +359,10 @@ def watch_round(
     Cursors are stored (``drift_cursors``) only while something is cut.
     """
     ids = records.installation_ids(sessions) if installations is None else installations
-    stored = records.cursors(sessions)
+    stored = cursors.stored(sessions)
     order = _rotated_ids(sorted(ids), stored.get(ROUND_CURSOR, ""))
     if len(order) > 1 and not repos:  # a round over some repositories moves no cursor on
-        records.set_cursor(sessions, ROUND_CURSOR, str(order[1]))
+        cursors.put(sessions, ROUND_CURSOR, str(order[1]))
     watched: list[RepoWatch] = []
     stopped: list[int] = []
     failed: list[str] = []
@@ -396,7 +397,7 @@ def watch_round(
         for turn in list(turns):
             if not turn.left:
                 if turn.resumed:
-                    records.set_cursor(sessions, turn.key, None)
+                    cursors.put(sessions, turn.key, None)
                 turns.remove(turn)
                 continue
             info = turn.left[0]
@@ -408,7 +409,7 @@ def watch_round(
                     remaining,
                 )
                 stopped.append(turn.installation_id)
-                records.set_cursor(sessions, turn.key, info.full_name)
+                cursors.put(sessions, turn.key, info.full_name)
                 turns.remove(turn)
                 continue
             over = turn.budget.spent()  # its reads are limited inside the repository
@@ -473,7 +474,7 @@ def _visit(
         return RepoWatch(repo, problem=str(exc))
     resume = done.resume if done.cut is not None else None
     if resume != stored.get(key):
-        records.set_cursor(sessions, key, resume)
+        cursors.put(sessions, key, resume)
     return done
 
 
@@ -481,7 +482,7 @@ def _installation_cut(
     sessions: sessionmaker[Session], turn: _Turn, repo: str, resume: str, spent: BudgetSpent
 ) -> Cut:
     """Stop ``turn`` for this round at ``repo``: the next round starts there."""
-    records.set_cursor(sessions, turn.key, repo)
+    cursors.put(sessions, turn.key, repo)
     log.warning(
         "drift watch: installation %s cut at %s%s (%s spent); it resumes there next round,"
         " %d repositories after it wait",

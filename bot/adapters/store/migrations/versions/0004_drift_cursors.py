@@ -1,5 +1,5 @@
 """Drift cursors: where the drift watch resumes what a round's budget cut (the table of
-``bot.adapters.store.drift.DriftCursorRow``)."""
+``bot.adapters.store.cursors``)."""
 
 from __future__ import annotations
 
