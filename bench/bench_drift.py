@@ -12,7 +12,15 @@ new (the head of each default branch only).  Target: <= 4 GitHub requests per re
 when nothing changed.  PyGithub's 1 s spacing of writes, kept against real GitHub, is off
 against a loopback fake.
 
-Run: ``.venv/bin/python bench/bench_drift.py``.
+Then fairness (``--fairness``, about a minute): installation 1 holds ``HOSTILE_REPOS``
+repositories, each with ``HOSTILE_FILES`` shell scripts of just under 1 MiB declaring
+thousands of gates (the costliest file the watch accepts); installation 2 one repository whose
+gate drifts.  Measured: how long after the round starts installation 2's issue is opened,
+and the round's length, without budgets and with the App's default ones
+(``DRIFT_REPOSITORY_SECONDS`` / ``_BYTES``, ``DRIFT_INSTALLATION_SECONDS`` / ``_BYTES``).
+Target: the issue within one repository's budget (plus the drifting repository's own time).
+
+Run: ``.venv/bin/python bench/bench_drift.py [--fairness]``.
 """
 
 from __future__ import annotations
@@ -21,6 +29,7 @@ import json
 import random
 import sys
 import tempfile
+import threading
 import time
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
@@ -31,7 +40,11 @@ sys.path.insert(0, str(ROOT))
 
 from bot.adapters.locks import DEFAULT_TTL  # noqa: E402
 from bot.adapters.locks.rows import RowLocks  # noqa: E402
+from bot.adapters.settings import Settings  # noqa: E402
 from bot.adapters.store.db import init_db, make_engine  # noqa: E402
+from bot.core.budget import Limits  # noqa: E402
+from bot.features.drift import watch  # noqa: E402
+from bot.features.drift.read import BranchCache  # noqa: E402
 from bot.features.drift.watch import WatchOptions, WatchReport, watch_round  # noqa: E402
 from tests.fakes.github_api import FakeGitHub  # noqa: E402
 
@@ -60,6 +73,9 @@ GATES = {
 }
 DRIFTED = ("loss/avg_final_rewards", 0.28)  # below TRAIN_ACC_MIN_VALUE's 0.32
 DRIFT_NIGHTS = 5
+HOSTILE_REPOS = 2
+HOSTILE_FILES = 4
+MIB = 1024 * 1024
 
 
 def nightly_script() -> str:
@@ -160,5 +176,110 @@ def main() -> int:
     return 0 if met and opened == drifting else 1
 
 
+def hostile_script(size: int = MIB - 1024) -> str:
+    """A shell script of just under ``size`` bytes declaring as many gates as fit."""
+    head = "#!/usr/bin/env bash\n"
+    names: list[str] = []
+    body = ""
+    while len(head) + 2 * len(body) < size - 64:
+        name = f"G{len(names)}_MIN_VALUE"
+        names.append(name)
+        body += f"{name}=0.{len(names) % 97:02d}\n"
+    asserts = " ".join(f'"m/{i} >= ${n}"' for i, n in enumerate(names))
+    return (head + body + f"python eval.py --asserts {asserts}\n")[: size - 1] + "\n"
+
+
+def fairness(repository: Limits, installation: Limits, tmp: Path) -> tuple[float, float, int]:
+    """One round over the hostile installation and the drifting one, with these budgets:
+    seconds until the drifting one's issue, the round's seconds, and the cuts."""
+    watch.BRANCHES, watch.HISTORIES = BranchCache(), watch._FileHistories()
+    with FakeGitHub() as fake:
+        script = hostile_script()
+        for r in range(HOSTILE_REPOS):
+            files = {f"ci/big{i}.sh": script for i in range(HOSTILE_FILES)}
+            files[HISTORY] = history(r, drifting=False)
+            files[".github/threshold-bot.yml"] = CONFIG
+            fake.add_repo(f"hostile/big{r}", installation_id=1, files=files)
+        drifting = fake.add_repo(
+            "acme/nightly",
+            installation_id=2,
+            files={
+                SCRIPT: nightly_script(),
+                HISTORY: history(0, drifting=True),
+                ".github/threshold-bot.yml": CONFIG,
+            },
+        )
+        engine = make_engine(f"sqlite:///{tmp / 'fair.db'}")
+        sessions = init_db(engine)
+        locks = RowLocks(engine, "bench", DEFAULT_TTL)
+        options = WatchOptions(
+            max_bytes=MIB,
+            locks=locks,
+            owner="bench",
+            repository=repository,
+            installation=installation,
+        )
+        app = fake.github_app()
+        reports: list[WatchReport] = []
+        started = time.perf_counter()
+        running = threading.Thread(
+            target=lambda: reports.append(
+                watch_round(sessions, app.installation, lambda _i, _o: None, options, [1, 2])
+            )
+        )
+        running.start()
+        while not drifting.issues and running.is_alive():
+            time.sleep(0.01)
+        issue = time.perf_counter() - started
+        running.join()
+        took = time.perf_counter() - started
+        locks.close()
+        engine.dispose()
+        (tmp / "fair.db").unlink()
+    return issue, took, len(reports[0].cut)
+
+
+def main_fairness() -> int:
+    settings = Settings(_env_file=None)
+    size = len(hostile_script().encode())
+    print(
+        f"Fairness: installation 1 with {HOSTILE_REPOS} repositories x {HOSTILE_FILES} scripts"
+        f" of {size} bytes; installation 2 with one drifting repository:"
+    )
+    met = True
+    with tempfile.TemporaryDirectory(prefix="bench-drift-") as tmp:
+        for label, budgets in (
+            ("no budgets", False),
+            (
+                f"App defaults ({settings.drift_repository_seconds:g} s /"
+                f" {settings.drift_repository_bytes} B per repository,"
+                f" {settings.drift_installation_seconds:g} s /"
+                f" {settings.drift_installation_bytes} B per installation)",
+                True,
+            ),
+        ):
+            repository, installation = Limits(), Limits()
+            if budgets:
+                repository = Limits(
+                    seconds=settings.drift_repository_seconds,
+                    bytes=settings.drift_repository_bytes,
+                )
+                installation = Limits(
+                    seconds=settings.drift_installation_seconds,
+                    bytes=settings.drift_installation_bytes,
+                )
+            issue, took, cuts = fairness(repository, installation, Path(tmp))
+            print(
+                f"  {label}: installation 2's issue after {issue:5.1f} s;"
+                f" round {took:5.1f} s, {cuts} cut"
+            )
+            if budgets:
+                met = issue <= settings.drift_repository_seconds + 5
+    print(
+        f"  target: the issue within one repository's budget (+5 s): {'met' if met else 'MISSED'}"
+    )
+    return 0 if met else 1
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(main_fairness() if "--fairness" in sys.argv[1:] else main())

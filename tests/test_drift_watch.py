@@ -15,6 +15,7 @@ import logging
 import random
 import re
 import threading
+import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
@@ -23,16 +24,16 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from bot.adapters.github.api import GitHubFactory
 from bot.adapters.github.app import GitHubApp
-from bot.adapters.github.client import GitHubClient
 from bot.adapters.locks import DEFAULT_TTL, Locks
 from bot.adapters.locks.rows import RowLocks
+from bot.adapters.store import cursors, installations
 from bot.adapters.store import drift as records
 from bot.adapters.store.db import init_db, make_engine
 from bot.adapters.store.drift import Sessions
 from bot.app.metrics import Metrics
 from bot.cli.main import app as cli
+from bot.core.budget import Limits
 from bot.core.render.drift import drift_marker
 from bot.features.drift import watch
 from bot.features.drift.read import BranchCache
@@ -158,15 +159,24 @@ class World:
         owner: str = "worker-1",
         installations: Sequence[int] = (7,),
         min_rate: int = 0,
-        github: GitHubFactory | None = None,
+        repository: Limits | None = None,
+        installation: Limits | None = None,
     ) -> WatchReport:
-        """One watch round as the periodic job runs it."""
+        """One watch round as the periodic job runs it (with these budgets; none: no limit)."""
         options = WatchOptions(
-            max_bytes=MAX_BYTES, locks=self.locks, owner=owner, min_rate_remaining=min_rate
+            max_bytes=MAX_BYTES,
+            locks=self.locks,
+            owner=owner,
+            min_rate_remaining=min_rate,
+            repository=repository or Limits(),
+            installation=installation or Limits(),
         )
-        factory = github or self.app.installation
         return watch_round(
-            self.sessions, factory, lambda _i, _o: None, options, installations=installations
+            self.sessions,
+            self.app.installation,
+            lambda _i, _o: None,
+            options,
+            installations=installations,
         )
 
 
@@ -372,8 +382,11 @@ def test_installations_are_visited_in_turn_each_with_its_token_and_a_low_rate_li
 ) -> None:
     first = [world.repo(f"octo/a{i}", drifted(seed=i), installation=7) for i in (1, 2, 3)]
     second = [world.repo(f"acme/b{i}", drifted(seed=i), installation=8) for i in (1, 2)]
+    a1, a2, a3 = (r.full_name for r in first)
+    b1, b2 = (r.full_name for r in second)
     cold = world.round(installations=(7, 8))
-    assert [r.repo for r in cold.repositories] == [r.full_name for r in first + second]
+    # one repository of each installation in turn, installation 7 first
+    assert [r.repo for r in cold.repositories] == [a1, b1, a2, b2, a3]
     assert {a.action for a in cold.acted} == {"opened"} and cold.stopped_early == ()
     tokens = [c.path for c in world.fake.calls if c.path.endswith("/access_tokens")]
     assert tokens == ["/app/installations/7/access_tokens", "/app/installations/8/access_tokens"]
@@ -383,35 +396,33 @@ def test_installations_are_visited_in_turn_each_with_its_token_and_a_low_rate_li
     world.night(first[1], runs)  # news for octo/a2, which the limited round must not reach
     min_rate = 200
     world.fake.rate_cost = 1  # every response leaves one request less
-    world.fake.rate_remaining = min_rate  # the listing says 200 left, a1's read 199
-
-    def github(installation: int) -> GitHubClient:
-        if installation == 8:  # GitHub's rate limit is per installation: 8 has its own
-            world.fake.rate_remaining = 4999
-        return world.app.installation(installation)
+    # GitHub's rate limit is per installation: 7's listing says 200 left, a1's read 199
+    world.fake.installation_rates[7] = min_rate
 
     before = len(world.fake.calls)
-    limited = world.round(installations=(7, 8), min_rate=min_rate, github=github)
+    limited = world.round(installations=(7, 8), min_rate=min_rate)
     calls = world.fake.calls[before:]
     per_repo = {
         r.full_name: len([c for c in calls if c.path.startswith(f"/repos/{r.full_name}/")])
         for r in first + second
     }
-    assert per_repo == {"octo/a1": 1, "octo/a2": 0, "octo/a3": 0, "acme/b1": 1, "acme/b2": 1}
+    assert per_repo == {a1: 1, a2: 0, a3: 0, b1: 1, b2: 1}
     assert limited.stopped_early == (7,)
-    assert [r.repo for r in limited.repositories] == ["octo/a1", "acme/b1", "acme/b2"]
+    # installation 8 goes first this round (the first installation moves on every round)
+    assert [r.repo for r in limited.repositories] == [b1, a1, b2]
     metrics = Metrics()
     metrics.record_drift(limited)
     assert 'threshold_bot_drift_rounds_total{outcome="stopped_early"} 1.0' in (
         metrics.render().decode()
     )
 
-    world.fake.rate_cost, world.fake.rate_remaining = 0, 4999
+    world.fake.rate_cost = 0
+    world.fake.installation_rates.clear()
     later = world.round(installations=(7, 8), min_rate=min_rate)
     assert later.stopped_early == ()
-    assert [
-        (a.file, a.action) for r in later.repositories if r.repo == "octo/a2" for a in r.acted
-    ] == [(SCRIPT, "updated")]
+    # installation 7 starts where the rate limit stopped it: octo/a2 gets its news first
+    assert [r.repo for r in later.repositories] == [a2, b1, a3, b2, a1]
+    assert [(a.file, a.action) for a in later.repositories[0].acted] == [(SCRIPT, "updated")]
 
 
 # ----- settings ---------------------------------------------------------------------------------
@@ -554,3 +565,163 @@ def test_a_worker_that_lost_its_record_finds_the_issue_by_its_marker(world: Worl
     ]
     item = records.get(world.sessions, repo.full_name, SCRIPT)
     assert item is not None and (item.state, item.issue) == ("open", left.number)
+
+
+# ----- budgets: one installation cannot stall the round for the others --------------------------
+
+SLOW_FILES = [f"ci/slow{i}.sh" for i in range(4)]
+HELD_SECONDS = 3.0  # each of the slow repository's scripts takes this long to arrive
+ISSUE_WITHIN = 2 * HELD_SECONDS  # the other installation's issue, from the round's start
+
+
+def test_a_slow_repository_does_not_hold_back_another_installations_drift_issue(
+    world: World,
+) -> None:
+    slow = world.repo(
+        "slow/big", Runs(seed=4), installation=7, files={p: script() for p in SLOW_FILES}
+    )
+    other = world.repo("acme/drifting", drifted(), installation=8)
+    for path in [SCRIPT, *SLOW_FILES]:  # every script of slow/big is slow to read
+        world.fake.hold_next("GET", f"^/repos/{slow.full_name}/contents/{path}$", HELD_SECONDS)
+    reports: list[WatchReport] = []
+    started = time.monotonic()
+    budget = Limits(seconds=HELD_SECONDS / 2)
+
+    def run() -> None:
+        reports.append(world.round(installations=(7, 8), repository=budget))
+
+    running = threading.Thread(target=run)
+    running.start()
+    while not app_issues(other) and time.monotonic() - started < 4 * ISSUE_WITHIN:
+        time.sleep(0.02)
+    waited = time.monotonic() - started
+    reads = [c for c in world.fake.requests(repo=slow.full_name) if "/contents/ci/" in c.path]
+    running.join(120)
+
+    assert [i.title for i in app_issues(other)] == [ISSUE_TITLE]
+    assert waited < ISSUE_WITHIN, f"the issue took {waited:.1f} s"
+    assert len(reads) < 1 + len(SLOW_FILES)  # slow/big was still being read then
+    (first,) = reports
+    (cut,) = first.cut
+    assert (cut.scope, cut.installation_id, cut.repo) == ("repository", 7, slow.full_name)
+    assert cut.resume in [SCRIPT, *SLOW_FILES]
+
+    # the next round (nothing slow any more) starts slow/big where it was cut, and completes it
+    world.fake.cancel_holds()
+    done = world.round(installations=(7, 8), repository=budget)
+    assert done.cut == ()
+    (again,) = [r for r in done.repositories if r.repo == slow.full_name]
+    visited = [a.file for a in again.acted]
+    assert visited[0] == cut.resume and sorted(visited) == sorted([SCRIPT, *SLOW_FILES])
+    assert cursors.stored(world.sessions) == {"round": "7"}  # nothing is cut any more
+
+
+def test_a_repository_cut_by_its_bytes_resumes_where_it_stopped_and_completes_later(
+    world: World, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    extra = ["ci/n1.sh", "ci/n2.sh", "ci/n3.sh"]
+    repo = world.repo("octo/many", drifted(), files={p: script() for p in extra})
+    paths = sorted([SCRIPT, *extra])  # the order the watch reads them in
+    size = len(script().encode())
+    budget = Limits(bytes=2 * size)  # two scripts a round: a read starts while there is room
+    metrics = Metrics()
+    caplog.set_level(logging.WARNING)
+
+    def reads(since: int) -> list[str]:
+        calls = world.fake.calls[since:]
+        return [c.path.split("/contents/")[1] for c in calls if "/contents/ci/n" in c.path]
+
+    first = world.round(repository=budget)
+    metrics.record_drift(first)
+    assert [(a.file, a.action) for a in first.acted] == [(p, "opened") for p in paths[:2]]
+    (cut,) = first.cut
+    assert (cut.scope, cut.repo, cut.resume) == ("repository", repo.full_name, paths[2])
+    logged = [r.getMessage() for r in caplog.records if " cut at " in r.getMessage()]
+    assert logged == [
+        f"drift watch: installation 7: {repo.full_name} cut at {paths[2]}: its {2 * size} bytes"
+        " spent; it resumes there next round"
+    ]
+
+    # another process (empty caches) takes the next round: it starts at the stored cursor
+    monkeypatch.setattr(watch, "BRANCHES", BranchCache())
+    before = len(world.fake.calls)
+    second = world.round(repository=budget)
+    metrics.record_drift(second)
+    assert reads(before) == paths[2:]
+    assert [(a.file, a.action) for a in second.acted] == [(p, "opened") for p in paths[2:]]
+    assert [c.resume for c in second.cut] == [paths[0]]
+
+    # the same process again: the two files it has not read yet, the others from its cache
+    before = len(world.fake.calls)
+    third = world.round(repository=budget)
+    metrics.record_drift(third)
+    assert reads(before) == paths[:2] and third.cut == ()
+    assert [(a.file, a.action) for a in third.acted] == [(p, "unchanged") for p in paths]
+    assert cursors.stored(world.sessions) == {}
+    assert len(app_issues(repo)) == len(paths)
+    exposed = metrics.render().decode()
+    assert 'threshold_bot_drift_cut_total{scope="repository"} 2.0' in exposed
+
+
+def test_an_installation_out_of_budget_resumes_at_the_repository_it_stopped_at(
+    world: World,
+) -> None:
+    repos = [world.repo(f"octo/r{i}", drifted(seed=i)).full_name for i in (1, 2, 3)]
+    share = Limits(bytes=2 * len(script().encode()))  # two repositories' scripts a round
+    first = world.round(installation=share)
+    # octo/r3 is reached (a repository read from the cache costs no bytes), but not read
+    assert [(r.repo, len(r.acted)) for r in first.repositories] == [
+        (repos[0], 1),
+        (repos[1], 1),
+        (repos[2], 0),
+    ]
+    (cut,) = first.cut
+    assert (cut.scope, cut.installation_id, cut.repo, cut.resume) == (
+        "installation",
+        7,
+        repos[2],
+        SCRIPT,
+    )
+    assert cursors.stored(world.sessions) == {
+        "installation:7": repos[2],
+        f"repository:{repos[2]}": SCRIPT,
+    }
+
+    second = world.round(installation=share)
+    assert [r.repo for r in second.repositories] == [repos[2], *repos[:2]]
+    assert [a.action for a in second.acted] == ["opened", "unchanged", "unchanged"]
+    assert second.cut == () and cursors.stored(world.sessions) == {}
+    metrics = Metrics()
+    metrics.record_drift(first)
+    assert 'threshold_bot_drift_cut_total{scope="installation"} 1.0' in metrics.render().decode()
+
+
+def test_the_watch_command_says_what_its_budget_cut_and_the_next_run_goes_on_from_there(
+    world: World, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    large = script(padding=1100)  # over 1024 bytes: one script a run
+    repo = world.repo("octo/cli", drifted(), files={"ci/a.sh": large, SCRIPT: large})
+    installations.upsert(world.sessions, 7, "octo", "active")
+    assert world.fake.private_key is not None
+    env = {
+        "APP_ID": str(world.fake.app_id),
+        "PRIVATE_KEY": world.fake.private_key,
+        "GITHUB_API_URL": world.fake.base_url,
+        "DATABASE_URL": f"sqlite:///{tmp_path / 'bot.db'}",  # the world's store
+        "MAX_THRESHOLD_FILE_BYTES": str(MAX_BYTES),
+        "DRIFT_REPOSITORY_BYTES": "1024",
+    }
+    monkeypatch.delenv("REDIS_URL", raising=False)
+    runner = CliRunner()
+    first = runner.invoke(cli, ["watch"], env=env)
+    assert first.exit_code == 0, first.output
+    assert first.stdout.splitlines() == [
+        f"{repo.full_name}: ci/a.sh: opened #1",
+        f"{repo.full_name}: cut at {SCRIPT} (its 1024 bytes spent); resumes there next round",
+    ]
+    second = runner.invoke(cli, ["watch"], env=env)
+    assert second.exit_code == 0, second.output
+    assert second.stdout.splitlines() == [
+        f"{repo.full_name}: {SCRIPT}: opened #2",
+        f"{repo.full_name}: ci/a.sh: unchanged #1",
+    ]

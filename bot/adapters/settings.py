@@ -108,6 +108,12 @@ class Settings(BaseSettings):
     drift_watch: bool = True
     drift_max_files: int = Field(default=50, ge=1, le=1000)
     drift_min_rate_remaining: int = Field(default=200, ge=0)
+    # each round's budgets (bot.core.budget): the working seconds and threshold-file bytes
+    # one repository, and one installation, may spend; what is cut resumes next round
+    drift_repository_seconds: float = Field(default=10.0, gt=0)
+    drift_repository_bytes: int = Field(default=4 * 1024 * 1024, ge=1024)
+    drift_installation_seconds: float = Field(default=60.0, gt=0)
+    drift_installation_bytes: int = Field(default=32 * 1024 * 1024, ge=1024)
     # the interactive report of each reviewed PR, served at REPORT_BASE_URL/reports/TOKEN
     # (unset: no reports); private repositories only when the operator opts in
     report_base_url: str | None = None

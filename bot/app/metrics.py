@@ -121,8 +121,18 @@ class Metrics:
             registry=r,
         )
 
+        self.drift_cuts = Counter(
+            "threshold_bot_drift_cut",
+            "Work the drift watch's per-round budgets cut, by whose budget ran out (repository,"
+            " installation); it resumes next round where it stopped.",
+            ["scope"],
+            registry=r,
+        )
+
     def record_drift(self, report: WatchReport) -> None:
         """Count one drift-watch round."""
+        for cut in report.cut:
+            self.drift_cuts.labels(cut.scope).inc()
         self.drift_rounds.labels("stopped_early" if report.stopped_early else "complete").inc()
         for acted in report.acted:
             self.drift_files.labels(acted.action).inc()

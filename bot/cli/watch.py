@@ -68,5 +68,9 @@ def watch_command(
             typer.echo(f"{watched.repo}: {acted.file}: {acted.action}{number}{detail}")
     for installation in report.stopped_early:
         typer.echo(f"installation {installation}: stopped early (rate limit)")
+    for cut in report.cut:
+        at = f" at {cut.resume}" if cut.resume else ""
+        who = "" if cut.scope == "repository" else f"installation {cut.installation_id}: "
+        typer.echo(f"{who}{cut.repo}: cut{at} ({cut.reason} spent); resumes there next round")
     if report.failed or any(r.problem for r in report.repositories):
         raise typer.Exit(1)

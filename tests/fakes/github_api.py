@@ -13,7 +13,8 @@ schema of the operation (``openapi_check``), records every call, and can inject 
         fake.check()  # no invalid response shapes, no unimplemented endpoints
 
 Beyond failures (``fail_next``), tests can take a permission away from an installation
-(``deny``), set the rate limit the responses report (``rate_remaining``, ``rate_cost``) and
+(``deny``), set the rate limit the responses report (``rate_remaining``, ``rate_cost``; per
+installation ``installation_rates``) and
 delay a response after its request took effect (``hold_next``).
 """
 
@@ -183,6 +184,8 @@ class FakeGitHub:
         self._holds: list[Hold] = []
         self.rate_remaining = 4999  # X-RateLimit-Remaining of the next response
         self.rate_cost = 0  # subtracted per installation-token request (0: a constant)
+        # per installation, as GitHub counts: its own X-RateLimit-Remaining (else the above)
+        self.installation_rates: dict[int, int] = {}
         self._server = _Server(("127.0.0.1", 0), _Handler)
         self._server.fake = self
         self.base_url = f"http://127.0.0.1:{self._server.server_address[1]}"
@@ -348,6 +351,11 @@ class FakeGitHub:
             self._holds.append(hold)
         return hold
 
+    def cancel_holds(self) -> None:
+        """Forget the holds not taken yet: every response is answered at once again."""
+        with self.state.lock:
+            self._holds.clear()
+
     def _take_hold(self, method: str, path: str) -> Hold | None:
         for hold in self._holds:
             if hold.method == method and hold.pattern.search(path):
@@ -448,7 +456,12 @@ class FakeGitHub:
                     reply = Reply(500, Shapes.error(500, "invalid response: " + errors[0]))
             self.calls.append(Call(method, url.path, query, body, reply.status))
             remaining = self.rate_remaining
-            if "ghs_" in (headers.get("Authorization") or ""):  # an installation's request
+            token = (headers.get("Authorization") or "").partition(" ")[2]
+            installation = self.state.tokens.get(token, (None, None))[0]
+            if installation in self.installation_rates:
+                remaining = self.installation_rates[installation]
+                self.installation_rates[installation] = max(0, remaining - self.rate_cost)
+            elif token.startswith("ghs_"):  # an installation's request
                 self.rate_remaining = max(0, remaining - self.rate_cost)
             hold = self._take_hold(method, url.path)
         if hold is not None:

@@ -21,6 +21,7 @@ TABLE_MODULES: tuple[str, ...] = (
     "bot.adapters.store.installations",
     "bot.adapters.store.tracked",
     "bot.adapters.store.drift",
+    "bot.adapters.store.cursors",
     "bot.adapters.store.runs",
     "bot.adapters.store.health",
     "bot.adapters.store.reports",

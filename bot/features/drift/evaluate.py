@@ -34,7 +34,6 @@ from bot.core.models import (
     SourceSpec,
     ThresholdFile,
 )
-from bot.features.drift.read import BranchFiles
 from bot.features.review.attribution import attribute
 
 
@@ -71,27 +70,28 @@ class FileDrift:
         return hashlib.sha256(data.encode()).hexdigest()
 
 
-def evaluate(
-    branch: BranchFiles, history: HistorySource, config: RepoConfig | None = None
-) -> list[FileDrift]:
-    """Every threshold file of ``branch`` evaluated; each source is read once."""
-    config = config or branch.config
-    rule = config.rule.model_copy(update={"window": config.drift.window})
-    fetched: dict[str, History | HistoryError] = {}
+class Evaluation:
+    """The gates of one branch, evaluated file by file under its ``config``; each history
+    source is read once, however many files name it."""
 
-    def runs_of(spec: SourceSpec, tf: ThresholdFile) -> History | HistoryError:
+    def __init__(self, config: RepoConfig, history: HistorySource) -> None:
+        self.config = config
+        self.rule = config.rule.model_copy(update={"window": config.drift.window})
+        self._history = history
+        self._fetched: dict[str, History | HistoryError] = {}
+
+    def _runs_of(self, spec: SourceSpec, tf: ThresholdFile) -> History | HistoryError:
         key = spec.key()
-        if key not in fetched:
+        if key not in self._fetched:
             try:
-                fetched[key] = history.fetch(with_series(spec, tf.gates))
+                self._fetched[key] = self._history.fetch(with_series(spec, tf.gates))
             except HistoryError as exc:
-                fetched[key] = exc
-        return fetched[key]
+                self._fetched[key] = exc
+        return self._fetched[key]
 
-    results: list[FileDrift] = []
-    for tf in branch.files:
-        results.append(_evaluate_file(tf, runs_of, config, rule))
-    return results
+    def file(self, tf: ThresholdFile) -> FileDrift:
+        """The drift of ``tf``'s gates (or why they could not be evaluated)."""
+        return _evaluate_file(tf, self._runs_of, self.config, self.rule)
 
 
 def _evaluate_file(

@@ -45,7 +45,7 @@ def _relevant(event: PushEvent) -> bool:
         return True
     history = BRANCHES.history_paths(repo)
     if history is None or paths & history:
-        return True  # never read here: the files it reads are not known yet
+        return True  # not (completely) read here: the files it reads are not known yet
     config = BRANCHES.config(repo)
     return config is None or any(watched(path, config) for path in paths)
 

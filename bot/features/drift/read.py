@@ -7,8 +7,10 @@ matches.  Unnamed Python test files are not read (an assert is no news).  Every 
 read with the threshold-file size bound, at most ``max_files`` of them; a file that
 cannot be read or parsed is *unreadable*: its item is neither opened nor closed.
 
-A branch read is cached per repository and head SHA (in this process), so a watch round
-over a repository whose default branch did not move asks GitHub for one ref only.
+A branch is listed first (``list_branch``: the config and the file list), then read file by
+file (``read_file``), so a round whose budget runs out stops between files and the next one
+goes on from there.  What was read is cached per repository and head SHA (in this process),
+so a round over a repository whose default branch did not move asks GitHub for one ref only.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ from __future__ import annotations
 import threading
 from collections import OrderedDict
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from bot.adapters.github.api import GitHubAPI
 from bot.adapters.github.errors import GitHubPermanentError
@@ -34,16 +36,20 @@ CACHED_BRANCHES = 1024  # repositories whose last branch read is kept
 
 @dataclass(frozen=True)
 class BranchFiles:
-    """The threshold files of one commit of the default branch."""
+    """The threshold files of one commit of the default branch, as far as they are read:
+    ``paths`` are the files the watch reads there, ``read`` those read so far (with or
+    without gates); ``files``, ``texts`` and ``unreadable`` what they held."""
 
     repo: str
     branch: str
     sha: str
     config: RepoConfig
+    paths: tuple[str, ...] = ()
     files: tuple[ThresholdFile, ...] = ()
     texts: Mapping[str, str] = field(default_factory=dict)
     unreadable: Mapping[str, str] = field(default_factory=dict)  # path -> why
     warnings: tuple[str, ...] = ()
+    read: frozenset[str] = frozenset()
 
     @property
     def history_paths(self) -> frozenset[str]:
@@ -51,6 +57,15 @@ class BranchFiles:
         return frozenset(
             g.source.path for tf in self.files for g in tf.gates if g.source and g.source.path
         )
+
+    @property
+    def complete(self) -> bool:
+        """Whether every file the watch reads here has been read."""
+        return self.read >= frozenset(self.paths)
+
+    def file(self, path: str) -> ThresholdFile | None:
+        """The threshold file read at ``path`` (None: not read yet, unreadable, or no gates)."""
+        return next((tf for tf in self.files if tf.path == path), None)
 
 
 def watched(path: str, config: RepoConfig) -> bool:
@@ -61,44 +76,54 @@ def watched(path: str, config: RepoConfig) -> bool:
     return is_candidate(path, config) and is_named(path, config)
 
 
-def read_branch(
+def list_branch(
     gh: GitHubAPI, repo: str, branch: str, sha: str, *, max_bytes: int, max_files: int
 ) -> BranchFiles:
-    """The config and threshold files of ``repo`` at ``sha`` (the head of ``branch``)."""
+    """The config of ``repo`` at ``sha`` (the head of ``branch``) and the files the watch
+    reads there (at most ``max_files``, by path); none of them read yet."""
     config, warnings = config_at(gh, repo, sha, max_bytes=max_bytes)
     notes = list(warnings)
     paths = sorted(p for p in gh.tree_paths(repo, sha) if p != CONFIG_PATH and watched(p, config))
     if len(paths) > max_files:
         notes.append(f"{len(paths)} threshold files; only the first {max_files} are watched")
         paths = paths[:max_files]
-    files: list[ThresholdFile] = []
-    texts: dict[str, str] = {}
-    unreadable: dict[str, str] = {}
-    for path in paths:
-        deadline.check(f"reading {path}")
-        try:
-            text = gh.file_text(repo, path, sha, max_bytes=max_bytes)
-        except GitHubPermanentError as exc:
-            unreadable[path] = f"cannot be read: {exc}"
-            continue
-        if text is None:
-            continue
-        try:
-            found = find_gates(path, text, config)
-        except ThresholdFileError as exc:
-            unreadable[path] = str(exc)
-            continue
-        except PARSE_FAILURES as exc:
-            unreadable[path] = f"{path}: could not be read ({type(exc).__name__})"
-            continue
-        if found is not None and found.gates:
-            files.append(found)
-            texts[path] = text
-    return BranchFiles(repo, branch, sha, config, tuple(files), texts, unreadable, tuple(notes))
+    return BranchFiles(repo, branch, sha, config, tuple(paths), warnings=tuple(notes))
+
+
+def read_file(
+    gh: GitHubAPI, branch: BranchFiles, path: str, *, max_bytes: int
+) -> tuple[BranchFiles, int]:
+    """``branch`` with ``path`` read (with the threshold-file size bound), and the bytes read."""
+    deadline.check(f"reading {path}")
+    read = branch.read | {path}
+    try:
+        text = gh.file_text(branch.repo, path, branch.sha, max_bytes=max_bytes)
+    except GitHubPermanentError as exc:
+        return _unreadable(branch, read, path, f"cannot be read: {exc}"), 0
+    if text is None:
+        return replace(branch, read=read), 0
+    size = len(text.encode())
+    try:
+        found = find_gates(path, text, branch.config)
+    except ThresholdFileError as exc:
+        return _unreadable(branch, read, path, str(exc)), size
+    except PARSE_FAILURES as exc:
+        why = f"{path}: could not be read ({type(exc).__name__})"
+        return _unreadable(branch, read, path, why), size
+    if found is None or not found.gates:
+        return replace(branch, read=read), size
+    files = (*branch.files, found)
+    texts = {**branch.texts, path: text}
+    return replace(branch, files=files, texts=texts, read=read), size
+
+
+def _unreadable(branch: BranchFiles, read: frozenset[str], path: str, why: str) -> BranchFiles:
+    return replace(branch, unreadable={**branch.unreadable, path: why}, read=read)
 
 
 class BranchCache:
-    """The last ``BranchFiles`` read per repository, reused while its head SHA is the same."""
+    """The last ``BranchFiles`` read per repository (complete or not), reused while its head
+    SHA is the same."""
 
     def __init__(self, size: int = CACHED_BRANCHES) -> None:
         self._size = size
@@ -123,10 +148,10 @@ class BranchCache:
                 self._items.popitem(last=False)
 
     def history_paths(self, repo: str) -> frozenset[str] | None:
-        """The history files of the repository's last read (None: never read here)."""
+        """The history files of the repository's last read (None: not completely read here)."""
         with self._lock:
             found = self._items.get(repo)
-            return None if found is None else found.history_paths
+            return None if found is None or not found.complete else found.history_paths
 
     def config(self, repo: str) -> RepoConfig | None:
         """The config of the repository's last read (None: never read here)."""

@@ -1,13 +1,16 @@
 """The drift watch: every installed repository, one at a time, on the re-check's schedule.
 
-A round visits the installations the App knows in turn, each with its own token, and
-their repositories (archived ones skipped); a round stops an installation early when its
-remaining rate limit falls under ``DRIFT_MIN_RATE_REMAINING``.  For one repository
+A round visits the installations the App knows in turn, each with its own token, one
+repository of each at a time (archived ones skipped); a round stops an installation early
+when its remaining rate limit falls under ``DRIFT_MIN_RATE_REMAINING``.  Each repository and
+each installation has a budget per round (``bot.core.budget``: ``DRIFT_REPOSITORY_SECONDS``
+/ ``_BYTES``, ``DRIFT_INSTALLATION_SECONDS`` / ``_BYTES``): what one cuts is logged,
+counted, and resumed next round where it stopped (``watch_round``).  For one repository
 (``watch_repository``, also run for a ``push`` to the default branch that touches a
 threshold, config or history file): the default branch's head SHA (one request), its
-threshold files (cached per SHA, ``bot.features.drift.read``), their histories (W&B and
-MLflow through the run cache; history files read at the head, cached per SHA), then
-``evaluate`` and ``act`` per file.  With warm caches and nothing new, a repository costs
+config and file list, then per file: read (cached per SHA, ``bot.features.drift.read``), its
+histories (W&B and MLflow through the run cache; history files read at the head, cached per
+SHA), ``Evaluation.file`` and ``act``.  With warm caches and nothing new, a repository costs
 one GitHub request.
 """
 
@@ -17,9 +20,10 @@ import logging
 import os
 import socket
 import threading
-from collections import OrderedDict
+from collections import OrderedDict, deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
+from typing import Literal
 
 from sqlalchemy.orm import Session, sessionmaker
 
@@ -27,15 +31,17 @@ from bot.adapters.github.api import GitHubAPI, GitHubFactory, RepoInfo
 from bot.adapters.github.errors import GitHubError
 from bot.adapters.locks import Locks
 from bot.adapters.settings import Settings
+from bot.adapters.store import cursors
 from bot.adapters.store import drift as records
 from bot.core.access import guarded
+from bot.core.budget import Budget, BudgetSpent, Limits
 from bot.core.commands import Command
 from bot.core.history.sources import HistoryFactory, HistorySource
 from bot.core.models import History, SourceSpec
-from bot.features.drift.evaluate import evaluate
+from bot.features.drift.evaluate import Evaluation
 from bot.features.drift.items import act
 from bot.features.drift.place import Acted, Place
-from bot.features.drift.read import BranchCache, BranchFiles, read_branch
+from bot.features.drift.read import BranchCache, BranchFiles, list_branch, read_file
 from bot.features.review.pull import HistoryRouter, repo_history
 from bot.features.review.recheck import PullBusy, review_and_track
 from bot.features.review.report import ReportOptions
@@ -56,6 +62,10 @@ class WatchOptions:
     min_rate_remaining: int = 200  # GitHub requests an installation keeps for webhooks
     owner: str = field(default_factory=lambda: f"{socket.gethostname()}:{os.getpid()}")
     reports: ReportOptions | None = None  # the interactive reports of the PRs it reviews
+    repository: Limits = field(
+        default_factory=Limits
+    )  # one repository's share of a round (bot.core.budget)
+    installation: Limits = field(default_factory=Limits)
 
     @classmethod
     def of(cls, settings: Settings, locks: Locks) -> WatchOptions:
@@ -67,6 +77,13 @@ class WatchOptions:
             lease_seconds=settings.lease_seconds,
             min_rate_remaining=settings.drift_min_rate_remaining,
             reports=ReportOptions.of(settings),
+            repository=Limits(
+                seconds=settings.drift_repository_seconds, bytes=settings.drift_repository_bytes
+            ),
+            installation=Limits(
+                seconds=settings.drift_installation_seconds,
+                bytes=settings.drift_installation_bytes,
+            ),
         )
 
 
@@ -77,6 +94,19 @@ class RepoWatch:
     repo: str
     acted: tuple[Acted, ...] = ()
     problem: str = ""  # the repository could not be watched (GitHub failed)
+    cut: BudgetSpent | None = None  # a budget ran out before every file was visited
+    resume: str = ""  # then: the file the next round starts at
+
+
+@dataclass(frozen=True)
+class Cut:
+    """Work a round's budget cut; the next round resumes it."""
+
+    scope: Literal["repository", "installation"]  # whose budget ran out
+    installation_id: int
+    repo: str  # the repository cut (an installation's: the first one not visited)
+    resume: str  # the file of ``repo`` the next round starts at ("": its first)
+    reason: str
 
 
 @dataclass(frozen=True)
@@ -86,6 +116,7 @@ class WatchReport:
     repositories: tuple[RepoWatch, ...] = ()
     stopped_early: tuple[int, ...] = ()  # installations left for the next round (rate limit)
     failed: tuple[str, ...] = ()  # installations whose repositories could not be listed
+    cut: tuple[Cut, ...] = ()  # what the budgets cut (resumed next round)
 
     @property
     def acted(self) -> list[Acted]:
@@ -146,46 +177,114 @@ def watch_repository(
     *,
     only: str | None = None,
     command: Command | None = None,
+    budget: Budget | None = None,
+    start: str = "",
 ) -> RepoWatch:
     """Watch one repository (only the file ``only`` when given; ``command``: a maintainer's
     ``/rebaseline`` on its issue).  ``remote`` must already be limited to what the
-    installation may read."""
+    installation may read.
+
+    With a ``budget`` (a round's share for this repository), the files are visited from
+    ``start`` on (in path order, then from the first), each read and evaluated only while the
+    budget has room; the first file left when it runs out is the ``RepoWatch.resume`` of a
+    cut.  A file the repository's own budget cuts twice in a row, as the first one visited,
+    is skipped (so a round always gets past it)."""
     repo = info.full_name
-    sha = gh.branch_head(repo, info.default_branch)
+    budget = budget or Budget(f"repository {repo}", Limits())
+    with budget.counted():
+        sha = gh.branch_head(repo, info.default_branch)
     if sha is None:
         return RepoWatch(repo, problem=f"no branch {info.default_branch}")
     branch = BRANCHES.get(repo, sha)
     if branch is None:
-        branch = read_branch(
-            gh,
-            repo,
-            info.default_branch,
-            sha,
-            max_bytes=options.max_bytes,
-            max_files=options.max_files,
-        )
+        try:
+            with budget.enforced():
+                branch = list_branch(
+                    gh,
+                    repo,
+                    info.default_branch,
+                    sha,
+                    max_bytes=options.max_bytes,
+                    max_files=options.max_files,
+                )
+        except BudgetSpent as exc:
+            return _cut(RepoWatch(repo), exc, start)
         BRANCHES.put(branch)
     settings = branch.config.drift
     if settings.mode == "off" and command is None:
         return RepoWatch(repo)
-    skipped = [
-        Acted(path, "skipped", detail=reason)
-        for path, reason in branch.unreadable.items()
-        if only is None or path == only
-    ]
-    for skip in skipped:
-        log.warning("drift watch: %s: %s not evaluated: %s", repo, skip.file, skip.detail)
-    files = [tf for tf in branch.files if only is None or tf.path == only]
-    if not files:
-        return RepoWatch(repo, tuple(skipped))
+    paths = [p for p in branch.paths if only is None or p == only]
     history = HistoryRouter(HISTORIES.source(gh, repo, sha), remote)
-    place = Place(
+    evaluation = Evaluation(branch.config, history)
+    acted: list[Acted] = []
+    for index, path in enumerate(_rotated(paths, start)):
+        over = budget.spent()  # files and bytes limit reads; what is read here costs time
+        if over is not None and (over.limit == "seconds" or path not in branch.read):
+            return _cut(RepoWatch(repo, tuple(acted)), over, path)
+        try:
+            with budget.enforced():
+                if path not in branch.read:
+                    branch, size = read_file(gh, branch, path, max_bytes=options.max_bytes)
+                    BRANCHES.put(branch)
+                    budget.charge(files=1, bytes=size)
+                found = branch.file(path)
+                drift = None if found is None else evaluation.file(found)
+        except BudgetSpent as exc:
+            if index == 0 and path == start and exc.scope == budget.scope:
+                why = f"not evaluated within the repository's budget ({exc.reason}): skipped"
+                log.warning("drift watch: %s: %s %s", repo, path, why)
+                acted.append(Acted(path, "skipped", detail=why))
+                continue
+            return _cut(RepoWatch(repo, tuple(acted)), exc, path)
+        if path in branch.unreadable:
+            why = branch.unreadable[path]
+            log.warning("drift watch: %s: %s not evaluated: %s", repo, path, why)
+            acted.append(Acted(path, "skipped", detail=why))
+            continue
+        if drift is None:
+            continue  # no gates in it
+        if drift.report is None:
+            log.warning("drift watch: %s: %s not evaluated: %s", repo, path, drift.problem)
+        with budget.counted():  # an item is never cut half-written
+            acted.append(
+                act(
+                    _place(gh, sessions, installation_id, info, branch, options, remote),
+                    drift,
+                    settings,
+                    command,
+                )
+            )
+    return RepoWatch(repo, tuple(acted))
+
+
+def _rotated(paths: Sequence[str], start: str) -> list[str]:
+    """``paths`` (sorted) from the first at or after ``start``, then the ones before it."""
+    ordered = sorted(paths)
+    at = next((i for i, p in enumerate(ordered) if p >= start), 0) if start else 0
+    return ordered[at:] + ordered[:at]
+
+
+def _cut(done: RepoWatch, spent: BudgetSpent, resume: str) -> RepoWatch:
+    return replace(done, cut=spent, resume=resume)
+
+
+def _place(
+    gh: GitHubAPI,
+    sessions: sessionmaker[Session],
+    installation_id: int,
+    info: RepoInfo,
+    branch: BranchFiles,
+    options: WatchOptions,
+    remote: HistoryFactory | None,
+) -> Place:
+    repo = info.full_name
+    return Place(
         gh=gh,
         sessions=sessions,
         installation_id=installation_id,
         repo=repo,
         branch=info.default_branch,
-        sha=sha,
+        sha=branch.sha,
         files={tf.path: tf for tf in branch.files},
         texts=branch.texts,
         owner=options.owner,
@@ -194,17 +293,6 @@ def watch_repository(
             gh, sessions, installation_id, repo, number, remote, options
         ),
     )
-    acted = list(skipped)
-    narrowed = branch if only is None else _only(branch, only)
-    for drift in evaluate(narrowed, history):
-        if drift.report is None:
-            log.warning("drift watch: %s: %s not evaluated: %s", repo, drift.file, drift.problem)
-        acted.append(act(place, drift, settings, command))
-    return RepoWatch(repo, tuple(acted))
-
-
-def _only(branch: BranchFiles, path: str) -> BranchFiles:
-    return replace(branch, files=tuple(tf for tf in branch.files if tf.path == path))
 
 
 def _review(
@@ -232,6 +320,24 @@ def _review(
         log.info("drift watch: %s#%d not reviewed here: %s", repo, number, exc)
 
 
+ROUND_CURSOR = "round"  # the installation the next round starts with
+
+
+@dataclass
+class _Turn:
+    """One installation's part of a round: its client, the repositories left, its budget."""
+
+    installation_id: int
+    gh: GitHubAPI
+    left: deque[RepoInfo]
+    budget: Budget
+    resumed: bool  # the round started where the last one cut it
+
+    @property
+    def key(self) -> str:
+        return f"installation:{self.installation_id}"
+
+
 def watch_round(
     sessions: sessionmaker[Session],
     github: GitHubFactory,
@@ -244,12 +350,25 @@ def watch_round(
     ``repos`` only when given.
 
     ``remote_for(installation_id, owner)``: the history sources that installation may read.
+
+    Installations take turns, one repository each, so a slow one delays each other's
+    repository by at most one repository's budget (``options.repository``); an installation
+    stops for this round once its own budget (``options.installation``) is spent.  Each
+    installation starts at the repository, and each repository at the file, where the last
+    round's budget cut it; the installation that goes first moves on by one every round.
+    Cursors are stored (``drift_cursors``) only while something is cut.
     """
     ids = records.installation_ids(sessions) if installations is None else installations
+    stored = cursors.stored(sessions)
+    order = _rotated_ids(sorted(ids), stored.get(ROUND_CURSOR, ""))
+    if len(order) > 1 and not repos:  # a round over some repositories moves no cursor on
+        cursors.put(sessions, ROUND_CURSOR, str(order[1]))
     watched: list[RepoWatch] = []
     stopped: list[int] = []
     failed: list[str] = []
-    for installation_id in ids:
+    cuts: list[Cut] = []
+    turns: list[_Turn] = []
+    for installation_id in order:
         try:
             gh = github(installation_id)
             listed = gh.installation_repositories()
@@ -257,34 +376,130 @@ def watch_round(
             log.warning("drift watch: installation %s: %s", installation_id, exc)
             failed.append(f"{installation_id}: {exc}")
             continue
-        for info in listed:
-            if info.archived or (repos and info.full_name not in repos):
+        todo = {
+            info.full_name: info
+            for info in listed
+            if not info.archived and (not repos or info.full_name in repos)
+        }
+        key = f"installation:{installation_id}"
+        names = _rotated(list(todo), stored.get(key, ""))
+        budget = Budget(f"installation {installation_id}", options.installation)
+        turns.append(
+            _Turn(
+                installation_id,
+                gh,
+                deque(todo[n] for n in names),
+                budget,
+                resumed=key in stored and not repos,
+            )
+        )
+    while turns:
+        for turn in list(turns):
+            if not turn.left:
+                if turn.resumed:
+                    cursors.put(sessions, turn.key, None)
+                turns.remove(turn)
                 continue
-            remaining = gh.rate_remaining()
+            info = turn.left[0]
+            remaining = turn.gh.rate_remaining()
             if remaining is not None and remaining < options.min_rate_remaining:
                 log.warning(
                     "drift watch: installation %s has %d requests left; the rest waits",
-                    installation_id,
+                    turn.installation_id,
                     remaining,
                 )
-                stopped.append(installation_id)
-                break
-            owner = info.full_name.split("/", 1)[0]
-            try:
-                watched.append(
-                    watch_repository(
-                        gh,
-                        sessions,
-                        installation_id,
-                        info,
-                        remote_for(installation_id, owner),
-                        options,
-                    )
+                stopped.append(turn.installation_id)
+                cursors.put(sessions, turn.key, info.full_name)
+                turns.remove(turn)
+                continue
+            over = turn.budget.spent()  # its reads are limited inside the repository
+            if over is not None and over.limit == "seconds":
+                resume = stored.get(f"repository:{info.full_name}", "")
+                cuts.append(_installation_cut(sessions, turn, info.full_name, resume, over))
+                turns.remove(turn)
+                continue
+            turn.left.popleft()
+            done = _visit(sessions, turn, info, remote_for, options, stored)
+            watched.append(done)
+            if done.cut is None:
+                continue
+            if done.cut.scope == turn.budget.scope:
+                cuts.append(
+                    _installation_cut(sessions, turn, info.full_name, done.resume, done.cut)
                 )
-            except GitHubError as exc:
-                log.warning("drift watch: %s: %s", info.full_name, exc)
-                watched.append(RepoWatch(info.full_name, problem=str(exc)))
-    return WatchReport(tuple(watched), tuple(stopped), tuple(failed))
+                turns.remove(turn)
+            else:
+                cut = Cut(
+                    "repository", turn.installation_id, info.full_name, done.resume, done.cut.reason
+                )
+                log.warning(
+                    "drift watch: installation %s: %s cut at %s: %s spent%s;"
+                    " it resumes there next round",
+                    turn.installation_id,
+                    info.full_name,
+                    done.resume,
+                    done.cut.reason,
+                    f" while {done.cut.what}" if done.cut.what else "",
+                )
+                cuts.append(cut)
+    return WatchReport(tuple(watched), tuple(stopped), tuple(failed), tuple(cuts))
+
+
+def _visit(
+    sessions: sessionmaker[Session],
+    turn: _Turn,
+    info: RepoInfo,
+    remote_for: Callable[[int, str], HistoryFactory | None],
+    options: WatchOptions,
+    stored: dict[str, str],
+) -> RepoWatch:
+    """Watch one repository on ``turn``'s budget, from its stored cursor; store the new one."""
+    repo = info.full_name
+    key = f"repository:{repo}"
+    owner = repo.split("/", 1)[0]
+    budget = turn.budget.child(f"repository {repo}", options.repository)
+    try:
+        done = watch_repository(
+            turn.gh,
+            sessions,
+            turn.installation_id,
+            info,
+            remote_for(turn.installation_id, owner),
+            options,
+            budget=budget,
+            start=stored.get(key, ""),
+        )
+    except GitHubError as exc:
+        log.warning("drift watch: %s: %s", repo, exc)
+        return RepoWatch(repo, problem=str(exc))
+    resume = done.resume if done.cut is not None else None
+    if resume != stored.get(key):
+        cursors.put(sessions, key, resume)
+    return done
+
+
+def _installation_cut(
+    sessions: sessionmaker[Session], turn: _Turn, repo: str, resume: str, spent: BudgetSpent
+) -> Cut:
+    """Stop ``turn`` for this round at ``repo``: the next round starts there."""
+    cursors.put(sessions, turn.key, repo)
+    log.warning(
+        "drift watch: installation %s cut at %s%s (%s spent); it resumes there next round,"
+        " %d repositories after it wait",
+        turn.installation_id,
+        repo,
+        f" ({resume})" if resume else "",
+        spent.reason,
+        len(turn.left),
+    )
+    return Cut("installation", turn.installation_id, repo, resume, spent.reason)
+
+
+def _rotated_ids(ids: list[int], start: str) -> list[int]:
+    """``ids`` (sorted) from the first at or after ``start`` (a stored id), then the rest."""
+    first = int(start) if start.isdigit() else 0
+    at = next((i for i, n in enumerate(ids) if n >= first), 0)
+    return ids[at:] + ids[:at]
 
 
 def remote_sources(
@@ -317,10 +532,11 @@ def drift_job(
             for acted in report.acted:
                 counts[acted.action] = counts.get(acted.action, 0) + 1
             log.info(
-                "drift watch: %d repositories, %s%s",
+                "drift watch: %d repositories, %s%s%s",
                 len(report.repositories),
                 ", ".join(f"{n} {a}" for a, n in sorted(counts.items())) or "no files",
                 f", stopped early in {len(report.stopped_early)}" if report.stopped_early else "",
+                f", {len(report.cut)} cut by their budgets" if report.cut else "",
             )
         return report
 
