@@ -22,7 +22,7 @@ import pytest
 from sqlalchemy import select
 
 from bot.adapters.settings import SettingsError, load_settings
-from bot.adapters.store import drift, reports, tracked
+from bot.adapters.store import cursors, drift, reports, tracked
 from bot.adapters.store.db import init_db, make_engine
 from bot.adapters.store.deliveries import now_utc
 from bot.adapters.store.drift import DriftItemRow
@@ -236,6 +236,7 @@ def keep_more(app: App, repo: str) -> None:
             head_sha="b" * 40,
             sources=[spec],
         )
+    cursors.put(app.runtime.sessions, cursors.repository_key(repo), SCRIPT)  # a cut round
     item = drift.claim(
         app.runtime.sessions,
         repo=repo,
@@ -299,6 +300,7 @@ def test_a_repository_deleted_or_transferred_is_forgotten(app: App, action: str)
     assert (fetch(app, token).status_code, fetch(app, token).text) == (404, NOT_FOUND)
     assert rows(app) == []
     assert kept(app) == {"tracked": [OTHER], "drift": [OTHER]}
+    assert cursors.stored(app.runtime.sessions) == {cursors.repository_key(OTHER): SCRIPT}
 
 
 def test_an_archived_repository_is_no_longer_rechecked_and_its_report_stays(app: App) -> None:

@@ -30,6 +30,16 @@ class DriftCursorRow(Base):
     updated_at: Mapped[datetime] = mapped_column(DateTime)
 
 
+def repository_key(repo: str) -> str:
+    """The cursor key of one repository (``OWNER/NAME``)."""
+    return f"repository:{repo}"
+
+
+def forget_repo(session: Session, repo: str) -> None:
+    """Delete ``repo``'s cursor, if any: it was deleted or moved away (the caller commits)."""
+    session.execute(delete(DriftCursorRow).where(DriftCursorRow.key == repository_key(repo)))
+
+
 def stored(sessions: Sessions) -> dict[str, str]:
     """Every stored cursor: key -> position."""
     with sessions() as session:

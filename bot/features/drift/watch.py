@@ -414,7 +414,7 @@ def watch_round(
                 continue
             over = turn.budget.spent()  # its reads are limited inside the repository
             if over is not None and over.limit == "seconds":
-                resume = stored.get(f"repository:{info.full_name}", "")
+                resume = stored.get(cursors.repository_key(info.full_name), "")
                 cuts.append(_installation_cut(sessions, turn, info.full_name, resume, over))
                 turns.remove(turn)
                 continue
@@ -455,7 +455,7 @@ def _visit(
 ) -> RepoWatch:
     """Watch one repository on ``turn``'s budget, from its stored cursor; store the new one."""
     repo = info.full_name
-    key = f"repository:{repo}"
+    key = cursors.repository_key(repo)
     owner = repo.split("/", 1)[0]
     budget = turn.budget.child(f"repository {repo}", options.repository)
     try:
