@@ -14,7 +14,9 @@ schema of the operation (``openapi_check``), records every call, and can inject 
 
 Beyond failures (``fail_next``), tests can take a permission away from an installation
 (``deny``), set the rate limit the responses report (``rate_remaining``, ``rate_cost``) and
-delay a response after its request took effect (``hold_next``).
+delay a response after its request took effect (``hold_next``).  ``deliver`` sends a webhook
+to the App as GitHub does and records the attempt, which the App can list and have
+redelivered (``github_endpoints_hooks``).
 """
 
 from __future__ import annotations
@@ -46,12 +48,13 @@ from bot.adapters.github.app import GitHubApp
 from tests.fakes import (
     github_endpoints_checks,
     github_endpoints_git,
+    github_endpoints_hooks,
     github_endpoints_issues,
     github_endpoints_pulls,
 )
 from tests.fakes.github_routes import ROUTES, Api, ApiError, Reply, Request, Route
 from tests.fakes.github_shapes import API, Shapes, retarget
-from tests.fakes.github_state import GitHubState, Repo
+from tests.fakes.github_state import GitHubState, HookDelivery, Repo
 from tests.fakes.openapi_check import SPEC_PATH, load_openapi
 
 ENDPOINTS = (  # importing them registers their routes
@@ -59,6 +62,7 @@ ENDPOINTS = (  # importing them registers their routes
     github_endpoints_issues,
     github_endpoints_git,
     github_endpoints_checks,
+    github_endpoints_hooks,
 )
 Headers = Mapping[str, str] | Message  # http.server hands over an email Message
 SECONDARY_RATE_LIMIT = (
@@ -268,6 +272,12 @@ class FakeGitHub:
     def client(self, installation_id: int = 1, retry: GithubRetry | int | None = None) -> Github:
         """A PyGithub ``Github`` acting as an installation (token fetched through the App JWT)."""
         return self.integration(retry).get_github_for_installation(installation_id)
+
+    # ----- webhook deliveries ------------------------------------------------------------------
+    def deliver(self, body: bytes, headers: dict[str, str]) -> HookDelivery:
+        """Send a delivery to the App's webhook (``state.webhook_url``) as GitHub does,
+        recording the attempt and what the App answered (0: no answer)."""
+        return github_endpoints_hooks.send(self.state, body, headers)
 
     def deny(self, installation_id: int, permission: str) -> None:
         """Take ``permission`` (``issues`` or ``pull_requests``) from an installation: its
