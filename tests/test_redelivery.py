@@ -20,7 +20,7 @@ from __future__ import annotations
 import re
 import signal
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 import httpx
@@ -122,7 +122,15 @@ def test_deliveries_failed_during_an_outage_are_redelivered_once(
         first = serve()
         answered = send(pulls[:EACH])
         assert set(answered.values()) == {202}, answered
-        wait_until(lambda: all(checks(p) for p in pulls[:EACH]), timeout=60, what="reviews")
+        engine = make_engine(database)
+        sessions = init_db(engine)
+
+        def done(guids: Iterable[str]) -> bool:
+            found = [deliveries.get(sessions, guid) for guid in guids]
+            return all(d is not None and d.status == "done" for d in found)
+
+        wait_until(lambda: done(answered), timeout=60, what="the first deliveries to be done")
+        engine.dispose()
 
         stop_postgres(cluster)
         refused = send(pulls[EACH : 2 * EACH])
@@ -162,11 +170,13 @@ def test_deliveries_failed_during_an_outage_are_redelivered_once(
 
         for pull in pulls:  # each PR reviewed once: one check run, completed
             assert checks(pull) == ["completed"], pull.name
-        engine = make_engine(database)
         try:
-            sessions = init_db(engine)
             for guid in [*answered, *failed]:
                 stored = deliveries.get(sessions, guid)
-                assert stored is not None and (stored.status, stored.attempts) == ("done", 1)
+                assert stored is not None
+                assert (stored.status, stored.attempts) == ("done", 1), (
+                    guid in answered,
+                    stored.last_error,
+                )
         finally:
             engine.dispose()

@@ -105,6 +105,10 @@ class Settings(BaseSettings):
     drift_watch: bool = True
     drift_max_files: int = Field(default=50, ge=1, le=1000)
     drift_min_rate_remaining: int = Field(default=200, ge=0)
+    # failed webhook deliveries asked for again (bot.features.redelivery): how often one
+    # process looks (0: never), and how far back (GitHub redelivers the past 3 days only)
+    redelivery_seconds: float = Field(default=120.0, ge=0)
+    redelivery_window_hours: float = Field(default=24.0, gt=0, le=72)
     # the interactive report of each reviewed PR, served at REPORT_BASE_URL/reports/TOKEN
     # (unset: no reports); private repositories only when the operator opts in
     report_base_url: str | None = None

@@ -55,13 +55,21 @@ class GitHubApp:
         self._local = threading.local()
         self.login = login if login is not None else AppLogin(self.read_login)
 
+    def integration(self) -> GithubIntegration:
+        """PyGithub's client of the App itself (App JWT; GETs retried, POSTs not)."""
+        return GithubIntegration(
+            auth=self._auth,
+            base_url=self._base_url,
+            timeout=self._timeout,
+            retry=self._retry(),
+            seconds_between_requests=None,
+            seconds_between_writes=1.0 if self._throttle else None,
+        )
+
     @translated
     def read_login(self) -> str:
         """The App's bot login, ``{slug}[bot]``, from ``GET /app`` (App JWT)."""
-        integration = GithubIntegration(
-            auth=self._auth, base_url=self._base_url, timeout=self._timeout, retry=self._retry()
-        )
-        return f"{integration.get_app().slug}[bot]"
+        return f"{self.integration().get_app().slug}[bot]"
 
     def _retry(self) -> GithubRetry:
         # POST is left out: a POST that failed may have landed (see ``_create_once``).
@@ -104,8 +112,7 @@ def client_factory(settings: Settings, *, throttle: bool | None = None) -> GitHu
     if not key:
         raise ValueError("PRIVATE_KEY or PRIVATE_KEY_PATH is required to talk to GitHub")
     if throttle is None:
-        host = urlsplit(settings.github_api_url).hostname or ""
-        throttle = host not in ("127.0.0.1", "localhost", "::1")
+        throttle = not loopback(settings.github_api_url)
     app = GitHubApp(
         settings.app_id,
         key,
@@ -115,6 +122,11 @@ def client_factory(settings: Settings, *, throttle: bool | None = None) -> GitHu
         login=app_login(settings),
     )
     return app.installation
+
+
+def loopback(url: str) -> bool:
+    """Whether the API at ``url`` is on this host's loopback interface (a local fake)."""
+    return (urlsplit(url).hostname or "") in ("127.0.0.1", "localhost", "::1")
 
 
 def app_login(settings: Settings) -> AppLogin:
