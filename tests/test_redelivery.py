@@ -12,7 +12,9 @@ deliveries and records what the App answered (``tests/fakes/github_endpoints_hoo
 
 and after PostgreSQL and ``serve`` are back, each PR has its check run exactly once, each
 delivery is stored once and was run once, and GitHub was asked to redeliver each failed
-delivery once (counted in ``/metrics``).
+delivery once (counted in ``/metrics``).  The bounds of one look (``redeliver_failed``:
+pages, requests, the window, the mark) are tried on an SQLite store with attempts arranged
+on the fake.
 """
 
 from __future__ import annotations
@@ -21,17 +23,24 @@ import re
 import signal
 from collections import Counter
 from collections.abc import Iterable, Iterator
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import httpx
 import pytest
+from sqlalchemy.orm import Session, sessionmaker
 
 from bot.adapters.github.api import CHECK_NAME
-from bot.adapters.store import deliveries
+from bot.adapters.github.hooks import AppHooks
+from bot.adapters.store import deliveries, redeliveries
 from bot.adapters.store.db import init_db, make_engine
+from bot.adapters.store.deliveries import NewDelivery
+from bot.features import redelivery
+from bot.features.redelivery import MARK, redeliver_failed
 from tests.cluster import app_env
 from tests.fakes.github_api import FakeGitHub
-from tests.live import ServerProcess, wait_until
+from tests.fakes.github_state import HookDelivery
+from tests.live import SECRET, ServerProcess, wait_until
 from tests.pull_traffic import Pull, arrange, delivery
 from tests.services import (
     Postgres,
@@ -42,6 +51,7 @@ from tests.services import (
     start_postgres,
     unavailable,
 )
+from tests.webhooks import signed_fixture
 
 pytestmark = pytest.mark.servers
 
@@ -180,3 +190,137 @@ def test_deliveries_failed_during_an_outage_are_redelivered_once(
                 )
         finally:
             engine.dispose()
+
+
+# ----- the bounds of one look ---------------------------------------------------------------
+WINDOW = timedelta(hours=24)
+REFUSED = "http://127.0.0.1:9/webhook"  # nothing listens: a redelivery gets no answer
+
+
+def attempt_made(
+    fake: FakeGitHub, code: int, ago: timedelta = timedelta(minutes=1)
+) -> HookDelivery:
+    """An attempt GitHub made ``ago``, answered ``code`` (0: no answer)."""
+    body, headers = signed_fixture("pull_request.opened", SECRET)
+    with fake.state.lock:
+        made = HookDelivery(
+            id=fake.state.next_id(),
+            guid=headers["X-GitHub-Delivery"],
+            event="pull_request",
+            action="opened",
+            installation_id=1,
+            repository_id=1,
+            delivered_at=(datetime.now(UTC) - ago).replace(microsecond=0),
+            redelivery=False,
+            status_code=code,
+            duration=0.01,
+            body=body,
+            headers=headers,
+        )
+        fake.state.hook_deliveries.append(made)
+    return made
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> Iterator[sessionmaker[Session]]:
+    engine = make_engine(f"sqlite:///{tmp_path / 'bot.db'}")
+    yield init_db(engine)
+    engine.dispose()
+
+
+@pytest.fixture
+def hooks(fake_github: FakeGitHub) -> AppHooks:
+    fake_github.state.webhook_url = REFUSED
+    return AppHooks(fake_github.github_app().integration())
+
+
+def asked_for(fake: FakeGitHub) -> list[int]:
+    """The attempts GitHub was asked to redeliver (those it took), in order."""
+    found = [c for c in fake.requests("POST") if c.path.endswith("/attempts")]
+    return [int(c.path.split("/")[-2]) for c in found if c.status == 202]
+
+
+def redelivered(fake: FakeGitHub) -> list[str]:
+    with fake.state.lock:
+        return [a.guid for a in fake.state.hook_deliveries if a.redelivery]
+
+
+def test_a_look_asks_once_for_each_failed_delivery_the_store_lacks(
+    fake_github: FakeGitHub, hooks: AppHooks, store: sessionmaker[Session]
+) -> None:
+    too_old = attempt_made(fake_github, 503, ago=WINDOW + timedelta(minutes=1))
+    stored = attempt_made(fake_github, 503, ago=timedelta(minutes=3))
+    refused = attempt_made(fake_github, 503, ago=timedelta(minutes=2))
+    fine = attempt_made(fake_github, 202, ago=timedelta(minutes=2))
+    unanswered = attempt_made(fake_github, 0, ago=timedelta(minutes=1))
+    deliveries.add(store, NewDelivery(stored.guid, "pull_request", "opened", 1, "{}"))
+
+    first = redeliver_failed(hooks, store, WINDOW)
+    assert (first.requested, first.skipped, first.failed, first.complete) == (2, 1, 0, True)
+    assert asked_for(fake_github) == [refused.id, unanswered.id]
+    assert redeliveries.asked(store, {a.guid for a in (too_old, stored, refused, fine)}) == {
+        refused.guid
+    }
+    # the redeliveries get no answer either: they are not asked for again
+    wait_until(lambda: len(redelivered(fake_github)) == 2, what="the redeliveries")
+    assert redeliveries.mark(store, MARK) == unanswered.delivered_at
+
+    second = redeliver_failed(hooks, store, WINDOW)
+    assert (second.requested, second.skipped, second.failed) == (0, 3, 0)
+    assert asked_for(fake_github) == [refused.id, unanswered.id]
+    with fake_github.state.lock:
+        newest = max(a.delivered_at for a in fake_github.state.hook_deliveries)
+    assert redeliveries.mark(store, MARK) == newest
+
+
+def test_a_request_github_refuses_is_made_again_at_the_next_look(
+    fake_github: FakeGitHub, hooks: AppHooks, store: sessionmaker[Session]
+) -> None:
+    failed = attempt_made(fake_github, 502, ago=timedelta(minutes=10))
+    later = attempt_made(fake_github, 202)
+    fake_github.fail_next("POST", r"/attempts$", 502)
+    first = redeliver_failed(hooks, store, WINDOW)
+    assert (first.requested, first.failed) == (0, 1)
+    assert redeliveries.asked(store, {failed.guid}) == set()
+    assert redeliveries.mark(store, MARK) == failed.delivered_at  # not past it: later is
+    assert later.delivered_at > failed.delivered_at
+
+    second = redeliver_failed(hooks, store, WINDOW)
+    assert (second.requested, second.failed) == (1, 0)
+    assert asked_for(fake_github) == [failed.id]
+
+
+def test_one_look_makes_at_most_max_requests_oldest_first(
+    fake_github: FakeGitHub,
+    hooks: AppHooks,
+    store: sessionmaker[Session],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(redelivery, "MAX_REQUESTS", 2)
+    failed = [attempt_made(fake_github, 503, ago=timedelta(minutes=9 - i)) for i in range(3)]
+    assert redeliver_failed(hooks, store, WINDOW).requested == 2
+    assert asked_for(fake_github) == [failed[0].id, failed[1].id]
+    assert redeliver_failed(hooks, store, WINDOW).requested == 1
+    assert asked_for(fake_github) == [a.id for a in failed]
+
+
+def test_one_look_reads_at_most_max_pages_and_keeps_its_mark(
+    fake_github: FakeGitHub,
+    hooks: AppHooks,
+    store: sessionmaker[Session],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    oldest = attempt_made(fake_github, 503, ago=timedelta(minutes=30))
+    for i in range(200):
+        attempt_made(fake_github, 202, ago=timedelta(minutes=20, seconds=-i))
+    monkeypatch.setattr(redelivery, "MAX_PAGES", 2)
+    cut = redeliver_failed(hooks, store, WINDOW)
+    assert (cut.requested, cut.complete) == (0, False)
+    listed = [c for c in fake_github.requests("GET") if c.path == "/app/hook/deliveries"]
+    assert [c.query.get("cursor") is not None for c in listed] == [False, True]
+    assert redeliveries.mark(store, MARK) is None  # the next look reads as far back again
+
+    monkeypatch.setattr(redelivery, "MAX_PAGES", 3)
+    whole = redeliver_failed(hooks, store, WINDOW)
+    assert (whole.requested, whole.complete) == (1, True)
+    assert asked_for(fake_github) == [oldest.id]

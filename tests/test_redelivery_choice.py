@@ -1,0 +1,60 @@
+"""Which failed webhook deliveries are asked for again (``bot.core.redelivery.choose``)."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+import pytest
+
+from bot.core.redelivery import HookAttempt, choose
+
+T0 = datetime(2026, 12, 6, 1, 0, tzinfo=UTC)
+
+
+def attempt(n: int, guid: str, code: int, *, redelivery: bool = False) -> HookAttempt:
+    status = "OK" if 200 <= code < 300 else f"Invalid HTTP Response: {code}"
+    return HookAttempt(
+        id=n,
+        guid=guid,
+        delivered_at=T0 + timedelta(seconds=n),
+        status_code=code,
+        status=status if code else "failed to connect to host",
+        redelivery=redelivery,
+        event="pull_request",
+    )
+
+
+@pytest.mark.parametrize("code", [0, 500, 502, 503, 504, 408, 429])
+def test_a_delivery_that_got_no_answer_or_a_5xx_is_asked_for(code: int) -> None:
+    failed = attempt(1, "a", code)
+    assert choose([failed], received=set(), asked=set()).ask == (failed,)
+
+
+@pytest.mark.parametrize("code", [200, 202, 400, 401, 413, 415])
+def test_a_delivery_answered_2xx_or_refused_for_good_is_not(code: int) -> None:
+    found = choose([attempt(1, "a", code)], received=set(), asked=set())
+    assert (found.ask, found.skipped) == ((), ())
+
+
+def test_a_delivery_the_store_has_or_already_asked_for_is_skipped() -> None:
+    attempts = [attempt(1, "stored", 503), attempt(2, "asked", 0), attempt(3, "new", 503)]
+    found = choose(attempts, received={"stored"}, asked={"asked"})
+    assert [a.guid for a in found.ask] == ["new"]
+    assert found.skipped == ("asked", "stored")
+
+
+def test_a_delivery_redelivered_successfully_since_is_skipped() -> None:
+    attempts = [attempt(3, "a", 202, redelivery=True), attempt(1, "a", 503)]
+    found = choose(attempts, received=set(), asked=set())
+    assert (found.ask, found.skipped) == ((), ("a",))
+
+
+def test_one_request_per_delivery_naming_its_newest_failed_attempt_oldest_first() -> None:
+    attempts = [
+        attempt(9, "late", 0),
+        attempt(5, "early", 0, redelivery=True),
+        attempt(4, "late", 401),  # refused for good: not the one to name
+        attempt(2, "early", 503),
+    ]
+    found = choose(attempts, received=set(), asked=set())
+    assert [(a.guid, a.id) for a in found.ask] == [("early", 5), ("late", 9)]
