@@ -35,6 +35,7 @@ from bot.adapters.github.hooks import AppHooks
 from bot.adapters.store import deliveries, redeliveries
 from bot.adapters.store.db import init_db, make_engine
 from bot.adapters.store.deliveries import NewDelivery
+from bot.core.redelivery import MAX_ASKS, Asked
 from bot.features import redelivery
 from bot.features.redelivery import MARK, redeliver_failed
 from tests.cluster import app_env
@@ -258,16 +259,22 @@ def test_a_look_asks_once_for_each_failed_delivery_the_store_lacks(
     first = redeliver_failed(hooks, store, WINDOW)
     assert (first.requested, first.skipped, first.failed, first.complete) == (2, 1, 0, True)
     assert asked_for(fake_github) == [refused.id, unanswered.id]
-    assert redeliveries.asked(store, {a.guid for a in (too_old, stored, refused, fine)}) == {
-        refused.guid
-    }
-    # the redeliveries get no answer either: they are not asked for again
-    wait_until(lambda: len(redelivered(fake_github)) == 2, what="the redeliveries")
+    found = redeliveries.asked(store, {a.guid for a in (too_old, stored, refused, fine)})
+    assert found == {refused.guid: Asked(1, refused.id)}
     assert redeliveries.mark(store, MARK) == unanswered.delivered_at
 
-    second = redeliver_failed(hooks, store, WINDOW)
-    assert (second.requested, second.skipped, second.failed) == (0, 3, 0)
-    assert asked_for(fake_github) == [refused.id, unanswered.id]
+    # the redeliveries get no answer either: each is asked for again, MAX_ASKS times in all
+    for times in range(2, MAX_ASKS + 1):
+        made = 2 * (times - 1)  # the redeliveries asked for so far
+        wait_until(lambda n=made: len(redelivered(fake_github)) == n, what="redeliveries")
+        again = redeliver_failed(hooks, store, WINDOW)
+        assert (again.requested, again.skipped, again.failed) == (2, 1, 0)
+        assert len(asked_for(fake_github)) == 2 * times
+    wait_until(lambda: len(redelivered(fake_github)) == 2 * MAX_ASKS, what="redeliveries")
+    last = redeliver_failed(hooks, store, WINDOW)
+    assert (last.requested, last.skipped, last.failed) == (0, 3, 0)
+    assert len(asked_for(fake_github)) == 2 * MAX_ASKS
+    assert Counter(redelivered(fake_github)) == {refused.guid: 3, unanswered.guid: 3}
     with fake_github.state.lock:
         newest = max(a.delivered_at for a in fake_github.state.hook_deliveries)
     assert redeliveries.mark(store, MARK) == newest
@@ -281,7 +288,7 @@ def test_a_request_github_refuses_is_made_again_at_the_next_look(
     fake_github.fail_next("POST", r"/attempts$", 502)
     first = redeliver_failed(hooks, store, WINDOW)
     assert (first.requested, first.failed) == (0, 1)
-    assert redeliveries.asked(store, {failed.guid}) == set()
+    assert redeliveries.asked(store, {failed.guid}) == {}
     assert redeliveries.mark(store, MARK) == failed.delivered_at  # not past it: later is
     assert later.delivered_at > failed.delivered_at
 
@@ -300,8 +307,12 @@ def test_one_look_makes_at_most_max_requests_oldest_first(
     failed = [attempt_made(fake_github, 503, ago=timedelta(minutes=9 - i)) for i in range(3)]
     assert redeliver_failed(hooks, store, WINDOW).requested == 2
     assert asked_for(fake_github) == [failed[0].id, failed[1].id]
-    assert redeliver_failed(hooks, store, WINDOW).requested == 1
-    assert asked_for(fake_github) == [a.id for a in failed]
+    wait_until(lambda: len(redelivered(fake_github)) == 2, what="the redeliveries")
+    # the third, then the older of the two redeliveries (which got no answer either)
+    assert redeliver_failed(hooks, store, WINDOW).requested == 2
+    with fake_github.state.lock:
+        first_again = min(a.id for a in fake_github.state.hook_deliveries if a.redelivery)
+    assert asked_for(fake_github)[2:] == [failed[2].id, first_again]
 
 
 def test_one_look_reads_at_most_max_pages_and_keeps_its_mark(

@@ -6,17 +6,19 @@ and sends one again on request, as a new attempt with the same ``guid`` (the
 attempts failed in a way the App may since have got over — no answer (``status_code`` 0:
 refused, cut, or too slow), a 5xx (the store was down), 408 or 429 — and nothing shows that
 it arrived: no attempt of it succeeded, the store does not hold its GUID, and it was not
-asked for before.  A 4xx other than those (a bad signature, a refused size) would be
-refused again and is left alone.
+asked for before — unless GitHub did send it again since and that failed too (the store
+came back before ``serve`` did), up to ``MAX_ASKS`` requests per delivery.  A 4xx other than
+those (a bad signature, a refused size) would be refused again and is left alone.
 """
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterable
+from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
 
 AGAIN = frozenset({408, 429})  # 4xx answers that may go the other way next time
+MAX_ASKS = 3  # requests per delivery at most, each after the last one's attempt failed
 
 
 @dataclass(frozen=True)
@@ -44,31 +46,52 @@ class HookAttempt:
 
 
 @dataclass(frozen=True)
+class Asked:
+    """What was asked for a delivery before: how many times, naming which attempt last."""
+
+    times: int
+    attempt_id: int
+
+
+@dataclass(frozen=True)
 class Choice:
     """What to do about the failed deliveries of one look."""
 
     ask: tuple[HookAttempt, ...]  # per delivery, its newest failed attempt; oldest first
-    skipped: tuple[str, ...]  # failed deliveries not asked for: arrived, or asked before
+    skipped: tuple[str, ...]  # failed deliveries not asked for: arrived, asked, given up
+    given_up: tuple[str, ...]  # among them: asked MAX_ASKS times, failed again since
 
 
 def choose(
-    attempts: Iterable[HookAttempt], received: Collection[str], asked: Collection[str]
+    attempts: Iterable[HookAttempt],
+    received: Collection[str],
+    asked: Mapping[str, Asked],
+    max_asks: int = MAX_ASKS,
 ) -> Choice:
     """The deliveries among ``attempts`` to ask for again: some attempt failed (see
     ``HookAttempt.worth_again``), none succeeded, their GUID is not in ``received`` (the
-    store has it) nor in ``asked`` (asked for before)."""
+    store has it), and they were not asked for (``asked``) — or were, fewer than
+    ``max_asks`` times, and an attempt newer than the one the last request named failed."""
     by_guid: dict[str, list[HookAttempt]] = {}
     for attempt in attempts:
         by_guid.setdefault(attempt.guid, []).append(attempt)
     ask: list[HookAttempt] = []
     skipped: list[str] = []
+    given_up: list[str] = []
     for guid, tries in by_guid.items():
         failed = [a for a in tries if a.worth_again]
         if not failed:
             continue
-        if any(a.succeeded for a in tries) or guid in received or guid in asked:
+        newest = max(failed, key=lambda a: a.id)
+        before = asked.get(guid)
+        if any(a.succeeded for a in tries) or guid in received:
             skipped.append(guid)
-            continue
-        ask.append(max(failed, key=lambda a: a.id))
+        elif before is not None and newest.id <= before.attempt_id:
+            skipped.append(guid)  # asked; GitHub has not (or not yet) listed another attempt
+        elif before is not None and before.times >= max_asks:
+            skipped.append(guid)
+            given_up.append(guid)
+        else:
+            ask.append(newest)
     ask.sort(key=lambda a: (a.delivered_at, a.id))
-    return Choice(tuple(ask), tuple(sorted(skipped)))
+    return Choice(tuple(ask), tuple(sorted(skipped)), tuple(sorted(given_up)))

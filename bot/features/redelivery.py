@@ -11,14 +11,16 @@ time (a periodic job, every ``REDELIVERY_SECONDS``, so also soon after the store
 - choose the deliveries to ask for (``bot.core.redelivery.choose``): failed with no answer,
   a 5xx, 408 or 429, never succeeded, not in the deliveries table (deduplicated by GUID:
   what the App received, it has), and not asked for before;
-- ask for each once (``POST /app/hook/deliveries/{id}/attempts``), recorded once GitHub
-  took the request, so a GUID is never asked for twice; at most ``MAX_REQUESTS`` per look,
-  oldest first: the others, and a request GitHub refused, are asked at the next look (the
-  mark stays before them).
+- ask for each (``POST /app/hook/deliveries/{id}/attempts``), recorded once GitHub took
+  the request, so a failed attempt is never asked for twice; at most ``MAX_REQUESTS`` per
+  look, oldest first: the others, and a request GitHub refused, are asked at the next look
+  (the mark stays before them).
 
 The redelivery reaches ``/webhook`` like any delivery, with the same GUID: if it ends up
 stored twice, the second is a duplicate and runs no handler.  A redelivery that fails too
-is not asked for again (it stays in GitHub's list of the App's deliveries).
+(the store was back before ``serve`` was) is asked for again at a later look, up to
+``MAX_ASKS`` requests per delivery; then the App gives up on it, with a warning in the log
+(it stays in GitHub's list of the App's deliveries).
 """
 
 from __future__ import annotations
@@ -34,7 +36,7 @@ from sqlalchemy.orm import Session, sessionmaker
 from bot.adapters.github.errors import GitHubError
 from bot.adapters.settings import Settings
 from bot.adapters.store import redeliveries
-from bot.core.redelivery import HookAttempt, choose
+from bot.core.redelivery import MAX_ASKS, HookAttempt, choose
 
 log = logging.getLogger(__name__)
 
@@ -62,7 +64,7 @@ class RedeliveryReport:
     """What one look did."""
 
     requested: int = 0  # deliveries GitHub was asked to send again
-    skipped: int = 0  # failed deliveries left: received, succeeded since, or asked before
+    skipped: int = 0  # failed deliveries left: received, succeeded since, asked, given up
     failed: int = 0  # requests GitHub did not take (asked again next time)
     complete: bool = True  # False: more attempts than MAX_PAGES pages since the mark
 
@@ -99,6 +101,11 @@ def redeliver_failed(
         redeliveries.record_asked(sessions, attempt.guid, attempt.id)
         requested += 1
         log.info("asked GitHub to redeliver a failed delivery", extra=extra)
+    for guid in choice.given_up:
+        log.warning(
+            "gave up asking GitHub to redeliver a delivery: its redeliveries failed too",
+            extra={"delivery": guid, "requests": MAX_ASKS},
+        )
     if not complete:
         log.warning(
             "more webhook deliveries than one look reads; the older ones were not looked at",
@@ -118,13 +125,18 @@ def redelivery_job(
     hooks: Callable[[], HookDeliveries | None],
 ) -> Callable[[], RedeliveryReport]:
     """The periodic job: ``redeliver_failed`` over ``REDELIVERY_WINDOW_HOURS`` with the
-    App's deliveries from ``hooks()`` (made on first use; None: no App credentials, no look)."""
+    App's deliveries from ``hooks()`` (made on first use; None: no App credentials, no look).
+    GitHub failing to list them is a warning in the log; the next look tries again."""
     window = timedelta(hours=settings.redelivery_window_hours)
 
     def run() -> RedeliveryReport:
         found = hooks()
         if found is None:
             return RedeliveryReport()
-        return redeliver_failed(found, sessions, window)
+        try:
+            return redeliver_failed(found, sessions, window)
+        except GitHubError as exc:  # GitHub down or refusing: the next look tries again
+            log.warning("could not list the App's webhook deliveries: %s", exc)
+            return RedeliveryReport(complete=False)
 
     return run

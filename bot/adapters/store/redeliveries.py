@@ -1,8 +1,8 @@
 """What the App asked GitHub to redeliver, and how far its deliveries have been looked at.
 
 Table ``redeliveries``: one row per delivery GUID (``X-GitHub-Delivery``) GitHub was asked
-to send again, with the id of the failed attempt named in the request and when; a GUID is
-asked for once (``bot.features.redelivery``).  Rows go after ``DEDUPE_DAYS``, when GitHub
+to send again: how many times, the id of the failed attempt the last request named, and
+when (``bot.features.redelivery``).  Rows go after ``DEDUPE_DAYS``, when GitHub
 can no longer redeliver (``purge``).  Table ``scan_marks``: per listing (``name``), the time
 of the newest attempt a complete look has seen, where the next look starts.  Times are
 naive UTC.
@@ -14,12 +14,13 @@ from collections.abc import Collection
 from datetime import UTC, datetime, timedelta
 from typing import Any, cast
 
-from sqlalchemy import CursorResult, DateTime, String, delete, select
+from sqlalchemy import CursorResult, DateTime, Integer, String, delete, select
 from sqlalchemy.orm import Mapped, Session, mapped_column, sessionmaker
 
 from bot.adapters.store.db import Base
 from bot.adapters.store.deliveries import DEDUPE_DAYS, DeliveryRow, now_utc
 from bot.adapters.store.portable import GitHubId, Key, upsert_insert
+from bot.core.redelivery import Asked
 
 Sessions = sessionmaker[Session]
 LOOKUP_BATCH = 500  # GUIDs per query
@@ -31,7 +32,8 @@ class RedeliveryRow(Base):
     __tablename__ = "redeliveries"
 
     guid: Mapped[str] = mapped_column(Key(64), primary_key=True)
-    hook_delivery_id: Mapped[int] = mapped_column(GitHubId)  # the failed attempt named
+    times: Mapped[int] = mapped_column(Integer)
+    hook_delivery_id: Mapped[int] = mapped_column(GitHubId)  # the failed attempt last named
     asked_at: Mapped[datetime] = mapped_column(DateTime, index=True)
 
 
@@ -59,22 +61,31 @@ def received(sessions: Sessions, guids: Collection[str]) -> set[str]:
     return found
 
 
-def asked(sessions: Sessions, guids: Collection[str]) -> set[str]:
-    """The GUIDs among ``guids`` GitHub was already asked to redeliver."""
-    found: set[str] = set()
+def asked(sessions: Sessions, guids: Collection[str]) -> dict[str, Asked]:
+    """What GitHub was asked for the GUIDs among ``guids`` it was asked to redeliver."""
+    found: dict[str, Asked] = {}
+    row = RedeliveryRow
     with sessions() as session:
         for batch in _batches(guids):
-            query = select(RedeliveryRow.guid).where(RedeliveryRow.guid.in_(batch))
-            found.update(session.execute(query).scalars())
+            query = select(row.guid, row.times, row.hook_delivery_id).where(row.guid.in_(batch))
+            for guid, times, attempt in session.execute(query):
+                found[guid] = Asked(times, attempt)
     return found
 
 
 def record_asked(sessions: Sessions, guid: str, hook_delivery_id: int) -> None:
-    """Record that GitHub was asked to redeliver ``guid`` (kept as it is if already there)."""
-    values = {"guid": guid, "hook_delivery_id": hook_delivery_id, "asked_at": now_utc()}
+    """Record that GitHub was asked to redeliver ``guid``, naming attempt ``hook_delivery_id``
+    (one more time if it was asked before)."""
+    now = now_utc()
+    values = {"guid": guid, "times": 1, "hook_delivery_id": hook_delivery_id, "asked_at": now}
     with sessions.begin() as session:
-        insert = upsert_insert(session)
-        session.execute(insert(RedeliveryRow).values(values).on_conflict_do_nothing())
+        statement = upsert_insert(session)(RedeliveryRow).values(values)
+        again = {
+            "times": RedeliveryRow.times + 1,
+            "hook_delivery_id": hook_delivery_id,
+            "asked_at": now,
+        }
+        session.execute(statement.on_conflict_do_update(index_elements=["guid"], set_=again))
 
 
 def mark(sessions: Sessions, name: str) -> datetime | None:

@@ -17,6 +17,7 @@ def upgrade() -> None:
     op.create_table(
         "redeliveries",
         sa.Column("guid", sa.String(64), nullable=False),
+        sa.Column("times", sa.Integer(), nullable=False),
         sa.Column(
             "hook_delivery_id",
             sa.BigInteger().with_variant(sa.Integer(), "sqlite"),
