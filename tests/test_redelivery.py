@@ -31,6 +31,7 @@ import pytest
 from sqlalchemy.orm import Session, sessionmaker
 
 from bot.adapters.github.api import CHECK_NAME
+from bot.adapters.github.errors import GitHubNotFound
 from bot.adapters.github.hooks import AppHooks
 from bot.adapters.store import deliveries, redeliveries
 from bot.adapters.store.db import init_db, make_engine
@@ -335,3 +336,18 @@ def test_one_look_reads_at_most_max_pages_and_keeps_its_mark(
     whole = redeliver_failed(hooks, store, WINDOW)
     assert (whole.requested, whole.complete) == (1, True)
     assert asked_for(fake_github) == [oldest.id]
+
+
+def test_the_fake_lists_by_outcome_and_redelivers_only_what_it_delivered(
+    fake_github: FakeGitHub, hooks: AppHooks
+) -> None:
+    failed = attempt_made(fake_github, 503)
+    fine = attempt_made(fake_github, 202)
+    requester = fake_github.integration().requester
+    for status, expected in (("failure", [failed.guid]), ("success", [fine.guid])):
+        _, listed = requester.requestJsonAndCheck(
+            "GET", "/app/hook/deliveries", parameters={"status": status}
+        )
+        assert [item["guid"] for item in listed] == expected
+    with pytest.raises(GitHubNotFound):
+        hooks.redeliver(fine.id + 1000)
