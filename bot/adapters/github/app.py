@@ -55,21 +55,13 @@ class GitHubApp:
         self._local = threading.local()
         self.login = login if login is not None else AppLogin(self.read_login)
 
-    def integration(self) -> GithubIntegration:
-        """PyGithub's client of the App itself (App JWT; GETs retried, POSTs not)."""
-        return GithubIntegration(
-            auth=self._auth,
-            base_url=self._base_url,
-            timeout=self._timeout,
-            retry=self._retry(),
-            seconds_between_requests=None,
-            seconds_between_writes=1.0 if self._throttle else None,
-        )
-
     @translated
     def read_login(self) -> str:
         """The App's bot login, ``{slug}[bot]``, from ``GET /app`` (App JWT)."""
-        return f"{self.integration().get_app().slug}[bot]"
+        integration = GithubIntegration(
+            auth=self._auth, base_url=self._base_url, timeout=self._timeout, retry=self._retry()
+        )
+        return f"{integration.get_app().slug}[bot]"
 
     def _retry(self) -> GithubRetry:
         # POST is left out: a POST that failed may have landed (see ``_create_once``).
@@ -99,6 +91,18 @@ class GitHubApp:
             )
         return client
 
+    def integration(self) -> GithubIntegration:
+        """PyGithub's client of the App itself (App JWT; GETs retried, POSTs not; writes
+        spaced as ``throttle`` says, reads never delayed)."""
+        return GithubIntegration(
+            auth=self._auth,
+            base_url=self._base_url,
+            timeout=self._timeout,
+            retry=self._retry(),
+            seconds_between_requests=None,
+            seconds_between_writes=1.0 if self._throttle else None,
+        )
+
 
 def client_factory(settings: Settings, *, throttle: bool | None = None) -> GitHubFactory:
     """Installation id -> ``GitHubClient`` for the App in ``settings``.
@@ -122,11 +126,6 @@ def client_factory(settings: Settings, *, throttle: bool | None = None) -> GitHu
         login=app_login(settings),
     )
     return app.installation
-
-
-def loopback(url: str) -> bool:
-    """Whether the API at ``url`` is on this host's loopback interface (a local fake)."""
-    return (urlsplit(url).hostname or "") in ("127.0.0.1", "localhost", "::1")
 
 
 def app_login(settings: Settings) -> AppLogin:
@@ -161,3 +160,8 @@ def token_client(token: str, *, base_url: str = DEFAULT_API_URL, timeout: int = 
         seconds_between_writes=None,
     )
     return GitHubClient(gh)
+
+
+def loopback(url: str) -> bool:
+    """Whether the API at ``url`` is on this host's loopback interface (a local fake)."""
+    return (urlsplit(url).hostname or "") in ("127.0.0.1", "localhost", "::1")
