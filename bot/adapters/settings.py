@@ -82,7 +82,7 @@ class Settings(BaseSettings):
     max_file_bytes: int = Field(default=DEFAULT_MAX_FILE_BYTES, ge=1, le=GITHUB_MAX_FILE_BYTES)
     # failed webhook deliveries asked for again (bot.features.redelivery): how often one
     # process looks (0: never), and how far back (GitHub redelivers the past 3 days only)
-    redelivery_seconds: float = Field(default=120.0, ge=0)
+    redelivery_seconds: float = Field(default=60.0, ge=0)
     redelivery_window_hours: float = Field(default=24.0, gt=0, le=72)
 
     # trust boundaries (docs/security.md)
