@@ -130,11 +130,6 @@ class Metrics:
             registry=r,
         )
 
-    def record_redelivery(self, report: RedeliveryReport) -> None:
-        """Count one look for failed webhook deliveries."""
-        for outcome in ("requested", "skipped", "failed"):
-            self.redeliveries.labels(outcome).inc(getattr(report, outcome))
-
     def record_drift(self, report: WatchReport) -> None:
         """Count one drift-watch round."""
         self.drift_rounds.labels("stopped_early" if report.stopped_early else "complete").inc()
@@ -147,6 +142,11 @@ class Metrics:
     def watch_store(self, counts: Callable[[], dict[str, int]]) -> None:
         """Also export the number of stored deliveries per status."""
         self.registry.register(_StatusCollector(counts))
+
+    def record_redelivery(self, report: RedeliveryReport) -> None:
+        """Count one look for failed webhook deliveries."""
+        for outcome in ("requested", "skipped", "failed"):
+            self.redeliveries.labels(outcome).inc(getattr(report, outcome))
 
     def render(self) -> bytes:
         """The text exposition of every metric."""

@@ -14,9 +14,7 @@ schema of the operation (``openapi_check``), records every call, and can inject 
 
 Beyond failures (``fail_next``), tests can take a permission away from an installation
 (``deny``), set the rate limit the responses report (``rate_remaining``, ``rate_cost``) and
-delay a response after its request took effect (``hold_next``).  ``deliver`` sends a webhook
-to the App as GitHub does and records the attempt, which the App can list and have
-redelivered (``github_endpoints_hooks``).
+delay a response after its request took effect (``hold_next``).
 """
 
 from __future__ import annotations
@@ -276,7 +274,8 @@ class FakeGitHub:
     # ----- webhook deliveries ------------------------------------------------------------------
     def deliver(self, body: bytes, headers: dict[str, str]) -> HookDelivery:
         """Send a delivery to the App's webhook (``state.webhook_url``) as GitHub does,
-        recording the attempt and what the App answered (0: no answer)."""
+        recording the attempt and what the App answered (0: no answer); the App can list
+        the attempts and have them redelivered (``github_endpoints_hooks``)."""
         return github_endpoints_hooks.send(self.state, body, headers)
 
     def deny(self, installation_id: int, permission: str) -> None:
