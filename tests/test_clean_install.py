@@ -332,7 +332,13 @@ def _worker_env(tmp_path: Path, store: str, *, redis_url: str) -> dict[str, str]
         serialization.PrivateFormat.PKCS8,
         serialization.NoEncryption(),
     ).decode()
-    return {"APP_ID": "1", "PRIVATE_KEY": pem, "DATABASE_URL": store, "REDIS_URL": redis_url}
+    return {
+        "APP_ID": "1",
+        "PRIVATE_KEY": pem,
+        "GITHUB_API_URL": "http://127.0.0.1:9",  # never the internet (nothing listens)
+        "DATABASE_URL": store,
+        "REDIS_URL": redis_url,
+    }
 
 
 @contextmanager

@@ -46,6 +46,7 @@ def env(tmp_path: Path, backends: dict[str, str]) -> Iterator[dict[str, str]]:
             "PYTHONPATH": str(ROOT),
             "APP_ID": "4242",
             "PRIVATE_KEY": make_pem(),
+            "GITHUB_API_URL": "http://127.0.0.1:9",  # never the internet (nothing listens)
             "WEBHOOK_SECRET": SECRET,
             "DATABASE_URL": f"sqlite:///{tmp_path / 'bot.db'}",
             "EXTRA_HANDLERS": "tests.crash_handler",

@@ -146,6 +146,7 @@ def test_every_ref_resolves_inside_the_description(openapi: OpenAPI) -> None:
 
 def test_every_served_answer_is_checked_against_a_schema(openapi: OpenAPI) -> None:
     checked = 0
+    anything: list[tuple[str, str, str]] = []
     for method, template in ROUTES:
         op = openapi.operation(method, template)
         responses = openapi.spec["paths"][template][method.lower()]["responses"]
@@ -156,13 +157,19 @@ def test_every_served_answer_is_checked_against_a_schema(openapi: OpenAPI) -> No
                 response = resolve(openapi.spec, response["$ref"])
             if "application/json" not in response.get("content", {}):
                 continue
-            # An empty object is no GitHub resource (nor a list of them): a schema that resolves
-            # and checks must say so.
             validator = openapi._validator(op, int(status))
             assert validator is not None, (method, template, status)
+            if response["content"]["application/json"]["schema"] == {"type": "object"}:
+                anything.append((method, template, status))  # GitHub documents any object
+                assert validator.is_valid({}) and not validator.is_valid([])
+                continue
+            # An empty object is no GitHub resource (nor a list of them): a schema that resolves
+            # and checks must say so.
             assert list(validator.iter_errors({})), (method, template, status)
             checked += 1
-    assert checked >= len(ROUTES)
+    assert checked >= len(ROUTES) - len(anything)
+    # the only answer documented as any object: the 202 of a redelivery
+    assert anything == [("POST", "/app/hook/deliveries/{delivery_id}/attempts", "202")]
     assert openapi.errors(openapi.operation("GET", "/app"), 401, {"message": 1}) != []
 
 

@@ -7,7 +7,8 @@ W&B client: ``APP_ID``, ``PRIVATE_KEY`` / ``PRIVATE_KEY_PATH``, ``WEBHOOK_SECRET
 ``PORT`` where ``serve`` listens.
 Operational extras: ``WORKERS``, ``MAX_BODY_BYTES``, ``BOT_LOGIN``, ``MAX_ATTEMPTS``,
 ``RETRY_BASE_SECONDS``, ``RETRY_MAX_SECONDS``, ``LEASE_SECONDS``, ``QUEUE_PATH``,
-``EXTRA_HANDLERS``, ``LOG_LEVEL`` and ``MAX_FILE_BYTES``.  Trust boundaries
+``EXTRA_HANDLERS``, ``LOG_LEVEL`` and ``MAX_FILE_BYTES``; failed webhook deliveries asked
+for again: ``REDELIVERY_SECONDS`` and ``REDELIVERY_WINDOW_HOURS``.  Trust boundaries
 (docs/security.md): ``MAX_THRESHOLD_FILE_BYTES``, ``JOB_TIMEOUT_SECONDS``,
 ``WANDB_ENTITIES``, ``MLFLOW_TRACKING_URI`` / ``MLFLOW_TRACKING_TOKEN`` /
 ``MLFLOW_ALLOWED_URIS``, ``MAX_UNVERIFIED_BYTES``, ``STORE_TIMEOUT_SECONDS``,
@@ -81,6 +82,10 @@ class Settings(BaseSettings):
     extra_handlers: str = ""  # comma-separated modules that register more handlers
     log_level: str = "INFO"
     max_file_bytes: int = Field(default=DEFAULT_MAX_FILE_BYTES, ge=1, le=GITHUB_MAX_FILE_BYTES)
+    # failed webhook deliveries asked for again (bot.features.redelivery): how often one
+    # process looks (0: never), and how far back (GitHub redelivers the past 3 days only)
+    redelivery_seconds: float = Field(default=60.0, ge=0)
+    redelivery_window_hours: float = Field(default=24.0, gt=0, le=72)
 
     # trust boundaries (docs/security.md)
     # the largest threshold file or repository config read from a PR (history files: above)

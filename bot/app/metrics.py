@@ -12,6 +12,7 @@ from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.registry import Collector
 
 from bot.features.drift.watch import WatchReport
+from bot.features.redelivery import RedeliveryReport
 
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 
@@ -101,6 +102,14 @@ class Metrics:
             registry=r,
         )
 
+        self.redeliveries = Counter(
+            "threshold_bot_redeliveries",
+            "Failed webhook deliveries GitHub was asked to send again (requested), left"
+            " (skipped: stored, succeeded since, or asked before), or whose request GitHub"
+            " refused (failed: asked again next look).",
+            ["outcome"],
+            registry=r,
+        )
         self.drift_rounds = Counter(
             "threshold_bot_drift_rounds",
             "Rounds of the drift watch, and those stopped early by the rate limit.",
@@ -143,6 +152,11 @@ class Metrics:
     def watch_store(self, counts: Callable[[], dict[str, int]]) -> None:
         """Also export the number of stored deliveries per status."""
         self.registry.register(_StatusCollector(counts))
+
+    def record_redelivery(self, report: RedeliveryReport) -> None:
+        """Count one look for failed webhook deliveries."""
+        for outcome in ("requested", "skipped", "failed"):
+            self.redeliveries.labels(outcome).inc(getattr(report, outcome))
 
     def render(self) -> bytes:
         """The text exposition of every metric."""

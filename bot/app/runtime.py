@@ -7,7 +7,8 @@ from ``build``.  The GitHub client and the history sources come from
 the store's engine); either can be
 passed in instead (tests, the demo).  The locks (``bot.adapters.locks``) are those of the
 store: PostgreSQL advisory locks, Redis, or lock rows in SQLite; the periodic jobs run on
-``bot.app.periodic.Scheduler``.
+``bot.app.periodic.Scheduler`` (the re-check, the drift watch, the redelivery of failed
+webhook deliveries, the purge).
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ from bot.adapters.github.api import GitHubFactory
 from bot.adapters.locks import Locks, make_locks
 from bot.adapters.queue import JobQueue, make_huey
 from bot.adapters.settings import Settings
-from bot.adapters.store import deliveries, reports
+from bot.adapters.store import deliveries, redeliveries, reports
 from bot.adapters.store.db import init_db, make_engine
 from bot.app import owners
 from bot.app.intake_gate import IntakeGate
@@ -36,6 +37,7 @@ from bot.core.history.sources import HistoryFactory
 from bot.core.routing import Router
 from bot.features.context import HandlerContext
 from bot.features.drift.watch import drift_job
+from bot.features.redelivery import HookDeliveries, redelivery_job
 from bot.features.review.recheck import recheck_job
 
 PURGE_SECONDS = 3600.0  # the purge of old deliveries and expired reports: hourly
@@ -123,6 +125,13 @@ def build(
     if settings.drift_watch:  # bot.features.drift: failing gates on default branches
         watch = drift_job(settings, sessions, worker.github, worker.history, locks)
         scheduler.add("drift", period, lambda: metrics.record_drift(watch()))
+    if settings.redelivery_seconds > 0:  # bot.features.redelivery: failed deliveries
+        redeliver = redelivery_job(settings, sessions, _app_hooks(settings))
+        scheduler.add(
+            "redeliver",
+            settings.redelivery_seconds,
+            lambda: metrics.record_redelivery(redeliver()),
+        )
     scheduler.add("purge", PURGE_SECONDS, _purge_job(settings, sessions))
     return Runtime(
         settings=settings,
@@ -140,15 +149,31 @@ def build(
 
 
 def _purge_job(settings: Settings, sessions: sessionmaker[Session]) -> Callable[[], None]:
-    """The hourly purge: finished deliveries past their retention, expired reports."""
+    """The hourly purge: finished deliveries past their retention, expired reports, and
+    redelivery requests GitHub can no longer act on."""
     purge_deliveries = deliveries.purge_job(sessions, settings.delivery_retention_days)
     purge_reports = reports.purge_job(sessions)
 
     def purge() -> None:
         purge_deliveries()
         purge_reports()
+        redeliveries.purge(sessions)
 
     return purge
+
+
+def _app_hooks(settings: Settings) -> Callable[[], HookDeliveries | None]:
+    """The App's webhook deliveries on GitHub, made on first use (PyGithub is imported then)."""
+    made: list[HookDeliveries | None] = []
+
+    def hooks() -> HookDeliveries | None:
+        if not made:
+            from bot.adapters.github.hooks import AppHooks
+
+            made.append(AppHooks.of(settings))
+        return made[0]
+
+    return hooks
 
 
 def _hook(settings: Settings, module: str, name: str, *extra: Any) -> Callable[[Any], Any]:

@@ -47,12 +47,13 @@ from bot.adapters.github.app import GitHubApp
 from tests.fakes import (
     github_endpoints_checks,
     github_endpoints_git,
+    github_endpoints_hooks,
     github_endpoints_issues,
     github_endpoints_pulls,
 )
 from tests.fakes.github_routes import ROUTES, Api, ApiError, Reply, Request, Route
 from tests.fakes.github_shapes import API, Shapes, retarget
-from tests.fakes.github_state import GitHubState, Repo
+from tests.fakes.github_state import GitHubState, HookDelivery, Repo
 from tests.fakes.openapi_check import SPEC_PATH, load_openapi
 
 ENDPOINTS = (  # importing them registers their routes
@@ -60,6 +61,7 @@ ENDPOINTS = (  # importing them registers their routes
     github_endpoints_issues,
     github_endpoints_git,
     github_endpoints_checks,
+    github_endpoints_hooks,
 )
 Headers = Mapping[str, str] | Message  # http.server hands over an email Message
 SECONDARY_RATE_LIMIT = (
@@ -271,6 +273,13 @@ class FakeGitHub:
     def client(self, installation_id: int = 1, retry: GithubRetry | int | None = None) -> Github:
         """A PyGithub ``Github`` acting as an installation (token fetched through the App JWT)."""
         return self.integration(retry).get_github_for_installation(installation_id)
+
+    # ----- webhook deliveries ------------------------------------------------------------------
+    def deliver(self, body: bytes, headers: dict[str, str]) -> HookDelivery:
+        """Send a delivery to the App's webhook (``state.webhook_url``) as GitHub does,
+        recording the attempt and what the App answered (0: no answer); the App can list
+        the attempts and have them redelivered (``github_endpoints_hooks``)."""
+        return github_endpoints_hooks.send(self.state, body, headers)
 
     def deny(self, installation_id: int, permission: str) -> None:
         """Take ``permission`` (``issues`` or ``pull_requests``) from an installation: its

@@ -155,6 +155,34 @@ class CheckRun:
 
 
 @dataclass
+class HookDelivery:
+    """One attempt at delivering a webhook to the App, as GitHub lists it: ``guid`` is the
+    ``X-GitHub-Delivery`` (kept by redeliveries), ``status_code`` 0 when nothing answered."""
+
+    id: int
+    guid: str
+    event: str
+    action: str | None
+    installation_id: int | None
+    repository_id: int | None
+    delivered_at: datetime
+    redelivery: bool
+    status_code: int
+    duration: float
+    body: bytes
+    headers: dict[str, str]
+
+    @property
+    def status(self) -> str:
+        """GitHub's description of the answer: ``OK`` for a 2xx."""
+        if self.status_code == 0:
+            return "failed to connect to host"
+        if 200 <= self.status_code < 300:
+            return "OK"
+        return f"Invalid HTTP Response: {self.status_code}"
+
+
+@dataclass
 class ReviewComment:
     id: int
     review_id: int
@@ -561,6 +589,8 @@ class GitHubState:
         self.repos: dict[str, Repo] = {}
         self.tokens: dict[str, tuple[int, datetime]] = {}  # token -> (installation, expiry)
         self.denied: dict[int, set[str]] = {}  # installation -> permissions it lacks
+        self.webhook_url: str | None = None  # where the App's deliveries go
+        self.hook_deliveries: list[HookDelivery] = []  # every attempt, oldest first
         self._ids = itertools.count(1000)
         self._clock = EPOCH
 

@@ -118,6 +118,18 @@ class GitHubApp:
             )
         return client
 
+    def integration(self) -> GithubIntegration:
+        """PyGithub's client of the App itself (App JWT; GETs retried, POSTs not; writes
+        spaced as ``throttle`` says, reads never delayed)."""
+        return GithubIntegration(
+            auth=self._auth,
+            base_url=self._base_url,
+            timeout=self._timeout,
+            retry=self._retry(),
+            seconds_between_requests=None,
+            seconds_between_writes=1.0 if self._throttle else None,
+        )
+
 
 def client_factory(settings: Settings, *, throttle: bool | None = None) -> GitHubFactory:
     """Installation id -> ``GitHubClient`` for the App in ``settings``.
@@ -131,8 +143,7 @@ def client_factory(settings: Settings, *, throttle: bool | None = None) -> GitHu
     if not key:
         raise ValueError("PRIVATE_KEY or PRIVATE_KEY_PATH is required to talk to GitHub")
     if throttle is None:
-        host = urlsplit(settings.github_api_url).hostname or ""
-        throttle = host not in ("127.0.0.1", "localhost", "::1")
+        throttle = not loopback(settings.github_api_url)
     app = GitHubApp(
         settings.app_id,
         key,
@@ -190,3 +201,8 @@ def token_client(token: str, *, base_url: str = DEFAULT_API_URL, timeout: int = 
         seconds_between_writes=None,
     )
     return GitHubClient(gh)
+
+
+def loopback(url: str) -> bool:
+    """Whether the API at ``url`` is on this host's loopback interface (a local fake)."""
+    return (urlsplit(url).hostname or "") in ("127.0.0.1", "localhost", "::1")
