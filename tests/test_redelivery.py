@@ -47,7 +47,6 @@ from tests.pull_traffic import Pull, arrange, delivery
 from tests.services import (
     Postgres,
     Redis,
-    _run_as,
     free_port,
     postgres_missing,
     start_postgres,
@@ -72,22 +71,6 @@ def cluster() -> Iterator[Postgres]:
         yield server
     finally:
         server.stop()
-
-
-def _pg_ctl(server: Postgres, *args: str) -> None:
-    _run_as(server.user, [str(server.pg_ctl), "-D", str(server.root / "data"), "-w", *args])
-
-
-def stop_postgres(server: Postgres) -> None:
-    """``pg_ctl stop -m fast``: the clients' connections are closed."""
-    _pg_ctl(server, "-m", "fast", "stop")
-
-
-def start_postgres_again(server: Postgres) -> None:
-    """Start the stopped cluster on its port again."""
-    options = f"-p {server.port} -c listen_addresses=127.0.0.1 "
-    options += f"-c unix_socket_directories={server.root} -c fsync=off"
-    _pg_ctl(server, "-l", str(server.root / "server.log"), "-o", options, "start")
 
 
 def metric(url: str, name: str, labels: str) -> float:
@@ -144,13 +127,13 @@ def test_deliveries_failed_during_an_outage_are_redelivered_once(
         wait_until(lambda: done(answered), timeout=60, what="the first deliveries to be done")
         engine.dispose()
 
-        stop_postgres(cluster)
+        cluster.halt()
         refused = send(pulls[EACH : 2 * EACH])
         assert set(refused.values()) == {503}, refused
         first.stop(signal.SIGKILL)
         unanswered = send(pulls[2 * EACH :])
         assert set(unanswered.values()) == {0}, unanswered
-        start_postgres_again(cluster)
+        cluster.resume()
 
         second = serve()
         try:

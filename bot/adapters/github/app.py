@@ -60,15 +60,10 @@ class GitHubApp:
         self._local = threading.local()
         self.login = login if login is not None else AppLogin(self.read_login)
 
-    def _integration(self) -> GithubIntegration:
-        return GithubIntegration(
-            auth=self._auth, base_url=self._base_url, timeout=self._timeout, retry=self._retry()
-        )
-
     @translated
     def read_login(self) -> str:
         """The App's bot login, ``{slug}[bot]``, from ``GET /app`` (App JWT)."""
-        return f"{self._integration().get_app().slug}[bot]"
+        return f"{self.integration().get_app().slug}[bot]"
 
     @translated
     def repository(self, repo: str) -> RepoInfo | None:
@@ -80,7 +75,7 @@ class GitHubApp:
         if not is_full_name(repo):
             raise GitHubUnsafeInput(f"refusing {shown(repo)} as a repository: not owner/name")
         try:
-            installation = self._integration().get_repo_installation(owner, name)
+            installation = self.integration().get_repo_installation(owner, name)
         except GithubException as exc:
             if exc.status == 404:
                 return None
