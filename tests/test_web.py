@@ -322,7 +322,8 @@ def test_workers_wait_while_a_webhook_is_being_received(tmp_path: Path) -> None:
     ran = threading.Event()
     seen: list[tuple[float, int]] = []  # when the handler ran, and the requests then in flight
     recorder = Recorder()
-    settings = make_settings(tmp_path, workers=1)
+    # the request below pauses mid-body for longer than a body may (BODY_GRACE_SECONDS)
+    settings = make_settings(tmp_path, workers=1, body_grace_seconds=30)
     runtime = build(settings, router=recorder.router)
     runtime.gate.max_wait = hold
 

@@ -10,7 +10,9 @@ Operational extras: ``WORKERS``, ``MAX_BODY_BYTES``, ``BOT_LOGIN``, ``MAX_ATTEMP
 ``EXTRA_HANDLERS``, ``LOG_LEVEL`` and ``MAX_FILE_BYTES``.  Trust boundaries
 (docs/security.md): ``MAX_THRESHOLD_FILE_BYTES``, ``JOB_TIMEOUT_SECONDS``,
 ``WANDB_ENTITIES``, ``MLFLOW_TRACKING_URI`` / ``MLFLOW_TRACKING_TOKEN`` /
-``MLFLOW_ALLOWED_URIS``, ``MAX_UNVERIFIED_BYTES``, ``STORE_TIMEOUT_SECONDS``,
+``MLFLOW_ALLOWED_URIS``, ``MAX_UNVERIFIED_BYTES`` (with ``UNVERIFIED_SMALL_SHARE``,
+``UNVERIFIED_SMALL_BODY_BYTES``, ``UNVERIFIED_PEER_SHARE``, ``BODY_MIN_BYTES_PER_SECOND`` and
+``BODY_GRACE_SECONDS``), ``STORE_TIMEOUT_SECONDS``,
 ``DELIVERY_RETENTION_DAYS``, ``RETRY_COOLDOWN_SECONDS`` and ``RECHECK_SECONDS``.  The
 interactive report of a reviewed PR: ``REPORT_BASE_URL``, ``REPORT_PRIVATE_REPOS`` and
 ``REPORT_TTL_DAYS``.
@@ -93,8 +95,17 @@ class Settings(BaseSettings):
     mlflow_tracking_token: SecretStr | None = None  # sent to MLFLOW_TRACKING_URI only
     # more MLflow servers a repository config may name (comma-separated http(s) URLs)
     mlflow_allowed_uris: str = ""
-    # the total size of webhook bodies held in memory before their signature is checked
+    # the total size of webhook bodies held in memory before their signature is checked,
+    # counted as the bytes arrive (docs/operations.md#unverified-bodies)
     max_unverified_bytes: int = Field(default=64 * 1024 * 1024, ge=1024)
+    # the share of it only small bodies (at most UNVERIFIED_SMALL_BODY_BYTES) may use
+    unverified_small_share: float = Field(default=0.25, ge=0, lt=1)
+    unverified_small_body_bytes: int = Field(default=1024 * 1024, ge=1024)
+    # the share of it one client (IP address) may hold
+    unverified_peer_share: float = Field(default=0.5, gt=0, le=1)
+    # a body must arrive at this average rate once BODY_GRACE_SECONDS have passed (0: any)
+    body_min_bytes_per_second: int = Field(default=32 * 1024, ge=0)
+    body_grace_seconds: float = Field(default=1.0, gt=0)
     store_timeout_seconds: float = Field(default=5.0, gt=0)  # /webhook answers 503 after this
     delivery_retention_days: float = Field(default=30.0, gt=0)  # finished deliveries kept
     retry_cooldown_seconds: float = Field(default=60.0, ge=0)  # per PR, for /threshold-bot retry
