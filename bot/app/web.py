@@ -200,7 +200,8 @@ def create_app(
             wait = {} if exc.retry_after is None else {"Retry-After": str(exc.retry_after)}
             return JSONResponse({"error": exc.reason}, status_code=exc.status, headers=wait)
         try:
-            recorded = await asyncio.wait_for(committer.submit(new), timeout)
+            async with asyncio.timeout(timeout):  # no task of its own, as wait_for makes
+                recorded = await committer.submit(new)
         except Exception as exc:
             known = isinstance(exc, TimeoutError | StoreUnavailable)
             why = f"not stored within {timeout:g} s" if isinstance(exc, TimeoutError) else str(exc)
