@@ -176,7 +176,7 @@ def test_a_slow_body_flood_at_the_budget_leaves_signed_deliveries_their_room(
         try:
             for sock, size in zip(declared, (25 * mib, 25 * mib, 14 * mib), strict=True):
                 sock.sendall(_head(size) + b"x")
-            wait_until(lambda: live.runtime.gate.active == 3, what="the requests to be read")
+            wait_until(lambda: _gauge(live) == 3, what="the one byte of each to arrive")
             answers = [_post_timed(live, "pull_request.opened") for _ in range(5)]
             assert [status for status, _ in answers] == [202] * 5
             assert [_answer(sock)[0] for sock in declared] == [408] * 3  # cut: too slow

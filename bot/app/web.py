@@ -109,8 +109,8 @@ def create_app(
     FastAPI middleware, dependency or validation machinery on the hot path).
     Concurrent deliveries are stored together by one group commit
     (``bot.adapters.store.group_commit``) and each is answered once its batch is committed;
-    the jobs are enqueued after that, off the answer path.  While webhooks are being
-    answered, the workers of this process start no new job (``rt.gate``).
+    the jobs are enqueued after that, off the answer path.  While webhooks whose body has
+    arrived are being answered, the workers of this process start no new job (``rt.gate``).
     """
     rt = runtime if runtime is not None else build(settings)
     owned = runtime is None
@@ -184,21 +184,18 @@ def create_app(
             return 202, {"delivery": new.id, "status": "ignored", "reason": new.outcome or ""}
         return 202, {"delivery": new.id, "status": "queued"}
 
-    async def receive(request: Request) -> Response:
-        started = time.perf_counter()
+    def refused(exc: Rejected) -> Response:
+        rt.metrics.rejected.labels(str(exc.status)).inc()
+        log.warning("webhook refused: %s", exc.reason, extra={"status": exc.status})
+        wait = {} if exc.retry_after is None else {"Retry-After": str(exc.retry_after)}
+        return JSONResponse({"error": exc.reason}, status_code=exc.status, headers=wait)
+
+    async def accept(event: str, delivery_id: str, body: bytes, started: float) -> Response:
+        """Parse, triage and store a verified body; the answer."""
         try:
-            event, delivery_id, signature, length = check_headers(request.headers, cap)
-            peer = request.client.host if request.client is not None else ""
-            with budget.hold(peer, length) as held:  # released once the signature is checked
-                body = await read_body(request, cap, held, pace)
-                if not verify(body, signature, secrets):
-                    raise Rejected(401, "signature does not match")
             new = triage(parse_delivery(event, delivery_id, body))
         except Rejected as exc:
-            rt.metrics.rejected.labels(str(exc.status)).inc()
-            log.warning("webhook refused: %s", exc.reason, extra={"status": exc.status})
-            wait = {} if exc.retry_after is None else {"Retry-After": str(exc.retry_after)}
-            return JSONResponse({"error": exc.reason}, status_code=exc.status, headers=wait)
+            return refused(exc)
         try:
             async with asyncio.timeout(timeout):  # no task of its own, as wait_for makes
                 recorded = await committer.submit(new)
@@ -220,8 +217,20 @@ def create_app(
         return JSONResponse(content, status_code=status)
 
     async def webhook(request: Request) -> Response:
+        started = time.perf_counter()
+        try:
+            event, delivery_id, signature, length = check_headers(request.headers, cap)
+            peer = request.client.host if request.client is not None else ""
+            with budget.hold(peer, length) as held:  # released once the signature is checked
+                body = await read_body(request, cap, held, pace)
+                if not verify(body, signature, secrets):
+                    raise Rejected(401, "signature does not match")
+        except Rejected as exc:
+            return refused(exc)
+        # Workers give way from here, once the body is here: a body still on its way costs
+        # no CPU, and a slow sender must not hold the jobs back (bot.app.intake_gate).
         with rt.gate.request():
-            return await receive(request)
+            return await accept(event, delivery_id, body, started)
 
     app.webhook = request_response(webhook)
 
