@@ -76,13 +76,15 @@ def serving(tmp_path: Path, **overrides: Any) -> Iterator[Live]:
         runtime.close()
 
 
-def _head(length: int | None, signature: str = UNSIGNED) -> bytes:
-    """The request line and headers of an unsigned delivery of ``length`` bytes."""
+def _head(length: int | None, signature: str = UNSIGNED, forwarded_for: str = "") -> bytes:
+    """The request line and headers of an unsigned delivery of ``length`` bytes (sent for
+    ``forwarded_for`` by a proxy on this host, if given)."""
     size = "Transfer-Encoding: chunked" if length is None else f"Content-Length: {length}"
+    proxy = f"X-Forwarded-For: {forwarded_for}\r\n" if forwarded_for else ""
     return (
         "POST /webhook HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
         "X-GitHub-Event: pull_request\r\nX-GitHub-Delivery: d-unverified\r\n"
-        f"X-Hub-Signature-256: {signature}\r\n{size}\r\n\r\n"
+        f"X-Hub-Signature-256: {signature}\r\n{proxy}{size}\r\n\r\n"
     ).encode()
 
 
@@ -241,6 +243,23 @@ def test_one_client_holds_at_most_its_share(tmp_path: Path) -> None:
                 sock.sendall(body[-1:])
                 assert _answer(sock)[0] == 401
         assert _gauge(live) == 0
+        assert _rejected(live, 429) == 1
+
+
+def test_the_addresses_of_one_ipv6_network_are_one_client(tmp_path: Path) -> None:
+    part = BUDGET // 2 * 3 // 4  # two of these are over one client's share
+    body = b"x" * part
+    with serving(tmp_path, **SMALL_BUDGET) as live:  # behind a proxy on this host
+        with _connect(live) as first, _connect(live) as second, _connect(live) as other:
+            first.sendall(_head(part, forwarded_for="2001:db8:1:2::1") + body[:-1])
+            wait_until(lambda: _gauge(live) == part - 1, what="the first body to arrive")
+            second.sendall(_head(part, forwarded_for="2001:db8:1:2:ffff::9") + body[:-1])
+            assert _answer(second)[0] == 429  # another address of the same /64
+            other.sendall(_head(part, forwarded_for="2001:db8:1:3::1") + body[:-1])
+            wait_until(lambda: _gauge(live) == 2 * (part - 1), what="the other body to arrive")
+            for sock in (first, other):
+                sock.sendall(body[-1:])
+                assert _answer(sock)[0] == 401
         assert _rejected(live, 429) == 1
 
 

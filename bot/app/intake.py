@@ -18,6 +18,7 @@ cannot pin the budget or the connections.
 from __future__ import annotations
 
 import asyncio
+import ipaddress
 import json
 import re
 from collections.abc import Callable, Iterator
@@ -76,6 +77,20 @@ class Limits:
         """The largest body that can ever be held (a larger one is refused with 413)."""
         large = self.total - self.small_reserve
         return min(self.per_peer, max(large, min(self.small_body, self.total)))
+
+
+def peer_of(host: str | None) -> str:
+    """The client a request counts against: its IPv4 address, or the /64 network of an IPv6
+    one (what one subscriber is given: any address in it is theirs to use)."""
+    if not host or ":" not in host:
+        return host or ""
+    try:
+        address = ipaddress.IPv6Address(host)
+    except ValueError:
+        return host
+    if address.ipv4_mapped is not None:
+        return str(address.ipv4_mapped)
+    return str(ipaddress.IPv6Network((int(address) >> 64 << 64, 64)))
 
 
 @dataclass(frozen=True)

@@ -72,6 +72,7 @@ from bot.app.intake import (
     Rejected,
     check_headers,
     parse_delivery,
+    peer_of,
     read_body,
 )
 from bot.app.metrics import CONTENT_TYPE
@@ -220,7 +221,7 @@ def create_app(
         started = time.perf_counter()
         try:
             event, delivery_id, signature, length = check_headers(request.headers, cap)
-            peer = request.client.host if request.client is not None else ""
+            peer = peer_of(request.client.host if request.client is not None else None)
             with budget.hold(peer, length) as held:  # released once the signature is checked
                 body = await read_body(request, cap, held, pace)
                 if not verify(body, signature, secrets):
