@@ -131,6 +131,16 @@ class Settings(BaseSettings):
         return tuple(p.strip().encode() for p in parts if p.strip())
 
     @property
+    def unverified_peer_bytes(self) -> int:
+        """The bytes of unverified bodies one client may hold (``UNVERIFIED_PEER_SHARE``)."""
+        return max(1, int(self.max_unverified_bytes * self.unverified_peer_share))
+
+    @property
+    def unverified_small_reserve_bytes(self) -> int:
+        """The bytes of the unverified budget only small bodies may use."""
+        return int(self.max_unverified_bytes * self.unverified_small_share)
+
+    @property
     def handler_modules(self) -> tuple[str, ...]:
         """The extra handler modules named in ``EXTRA_HANDLERS``."""
         return tuple(m.strip() for m in self.extra_handlers.split(",") if m.strip())
@@ -213,6 +223,8 @@ def check_settings(settings: Settings, role: Role) -> None:
         problems += _private_key_problems(settings)
     if role == "serve" and not settings.webhook_secrets:
         problems.append("WEBHOOK_SECRET: required (the webhook secret of the GitHub App)")
+    if role == "serve":
+        problems += _body_room_problems(settings)
     if not _database_url_valid(settings.database_url):
         problems.append("DATABASE_URL: not a valid SQLAlchemy URL")
     if settings.redis_url is not None and not settings.redis_url.startswith(
@@ -227,6 +239,20 @@ def check_settings(settings: Settings, role: Role) -> None:
         problems.append(f"LOG_LEVEL: expected one of {', '.join(LOG_LEVELS)}")
     if problems:
         raise SettingsError("; ".join(problems))
+
+
+def _body_room_problems(settings: Settings) -> list[str]:
+    """A delivery of ``MAX_BODY_BYTES`` must fit in what one client may hold of the
+    unverified budget and in the part of it large bodies may use, or it could never arrive."""
+    large = settings.max_unverified_bytes - settings.unverified_small_reserve_bytes
+    room = min(settings.unverified_peer_bytes, large)
+    if room >= settings.max_body_bytes:
+        return []
+    return [
+        f"MAX_UNVERIFIED_BYTES: a body may hold only {room} bytes of it (one client's share, "
+        f"UNVERIFIED_PEER_SHARE, and what UNVERIFIED_SMALL_SHARE leaves to large bodies), less "
+        f"than MAX_BODY_BYTES ({settings.max_body_bytes}): raise it or lower MAX_BODY_BYTES"
+    ]
 
 
 def _database_url_valid(url: str) -> bool:

@@ -64,12 +64,11 @@ class Limits:
     @classmethod
     def of(cls, settings: Settings) -> Limits:
         """The limits the settings set (``MAX_UNVERIFIED_BYTES`` and its shares)."""
-        total = settings.max_unverified_bytes
         return cls(
-            total=total,
-            small_reserve=int(total * settings.unverified_small_share),
+            total=settings.max_unverified_bytes,
+            small_reserve=settings.unverified_small_reserve_bytes,
             small_body=settings.unverified_small_body_bytes,
-            per_peer=max(1, int(total * settings.unverified_peer_share)),
+            per_peer=settings.unverified_peer_bytes,
         )
 
     @property
