@@ -3,7 +3,8 @@
 Starts ``python -m bot.cli.serve serve`` (uvicorn, SQLite store, in-process workers)
 with the default ``MAX_BODY_BYTES`` (25 MiB) and ``MAX_UNVERIFIED_BYTES`` (64 MiB), then
 sends 40 deliveries of 24 MiB each at once, every one with a made-up signature, from
-this separate process.  Each client stops sending as soon as it is answered.  Prints
+this separate process, each from its own loopback address (40 clients: the budget, not
+one client's share, is what fills).  Each client stops sending as soon as it is answered.  Prints
 how the requests were answered, the server's resident memory before and its peak
 (``VmHWM`` of ``/proc/<pid>/status``), and that a signed delivery still gets a 202
 afterwards.  Target: peak below 400 MB.
@@ -46,7 +47,8 @@ def _memory(pid: int) -> dict[str, int]:
 
 async def _unsigned(port: int, n: int, body: bytes) -> str:
     """Send one unsigned delivery of ``body``, stopping once answered; how it was answered."""
-    reader, writer = await asyncio.open_connection("127.0.0.1", port)
+    peer = f"127.0.1.{n + 1}"  # Linux answers on all of 127.0.0.0/8
+    reader, writer = await asyncio.open_connection("127.0.0.1", port, local_addr=(peer, 0))
     head = (
         "POST /webhook HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
         f"X-GitHub-Event: pull_request\r\nX-GitHub-Delivery: bench-{n}\r\n"

@@ -7,7 +7,9 @@ from this separate process, one kept-alive connection each.  The payload is the 
 fixture (~25 kB, like every ``pull_request`` event) and its real handler runs (it
 forgets the PR in the store), so each delivery goes through verify, store, enqueue
 and processing.  Prints the p50 / p99 time to the 202 as the client sees it, the
-server's and the client's CPU time, and the load average before and after.
+server's and the client's CPU time, the CPU time of the server's event loop (the
+thread every answer waits for: on a busy machine a steadier figure than the
+latencies), and the load average before and after.
 Target: p99 <= 25 ms for bursts (the workers drain each burst before the next);
 the back-to-back figure shows the cost of workers busy in the same process.
 Run: ``.venv/bin/python bench/bench_webhook.py``.
@@ -116,10 +118,12 @@ async def _ack_latencies(bench: Bench, drain: bool) -> list[float]:
     return samples
 
 
-def _cpu_seconds(pid: int) -> float | None:
-    """User + system CPU time of a process so far (Linux ``/proc``; None elsewhere)."""
+def _cpu_seconds(pid: int, thread: int | None = None) -> float | None:
+    """User + system CPU time of a process (or of its ``thread``, a native thread id) so far
+    (Linux ``/proc``; None elsewhere)."""
+    stat = f"/proc/{pid}/stat" if thread is None else f"/proc/{pid}/task/{thread}/stat"
     try:
-        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        fields = Path(stat).read_text().rsplit(")", 1)[1].split()
     except OSError:
         return None
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
@@ -154,12 +158,14 @@ def _ack_figure(bench: Bench, drain: bool) -> list[str]:
     done_before = _done(bench)
     load_before = _load()
     cpu_before = _cpu_seconds(pid)
+    loop_before = _cpu_seconds(pid, pid)  # the main thread: uvicorn's event loop
     client_before = time.process_time()
     samples = asyncio.run(_ack_latencies(bench, drain))
     client_cpu = time.process_time() - client_before
     load = _load()
     _wait_drained(bench)
     cpu_after = _cpu_seconds(pid)
+    loop_after = _cpu_seconds(pid, pid)
     p50, p99 = percentile(samples, 0.50), percentile(samples, 0.99)
     total = len(samples) + WARMUP_ROUNDS * CONCURRENCY
     kind = "bursts, drained in between" if drain else "back-to-back bursts, workers busy"
@@ -174,6 +180,9 @@ def _ack_figure(bench: Bench, drain: bool) -> list[str]:
     if cpu_before is not None and cpu_after is not None:
         per = (cpu_after - cpu_before) / total * 1000
         lines.append(f"  server CPU per delivery (intake + processing): {per:.2f} ms")
+    if loop_before is not None and loop_after is not None:
+        per = (loop_after - loop_before) / total * 1000
+        lines.append(f"  event loop CPU per delivery (the answer's path): {per:.3f} ms")
     lines.append(f"  client CPU per request: {client_cpu / total * 1000:.2f} ms")
     lines.append(
         f"  {_done(bench) - done_before} of {total} done; {os.cpu_count()} CPUs,"

@@ -1,4 +1,5 @@
-"""The intake's mechanisms: the gate that holds workers back, and the group commit."""
+"""The intake's mechanisms: what it reads of a payload, the gate that holds workers back,
+and the group commit."""
 
 from __future__ import annotations
 
@@ -16,10 +17,13 @@ from sqlalchemy import text
 from bot.adapters.store import deliveries
 from bot.adapters.store.deliveries import NewDelivery
 from bot.adapters.store.group_commit import GroupCommit
+from bot.app.intake import parse_delivery
 from bot.app.intake_gate import IntakeGate
+from bot.app.routes import app_router
 from bot.app.runtime import build
+from bot.core.routing import skip_reason
 from tests.live import make_settings
-from tests.webhooks import fixture, new_delivery_id
+from tests.webhooks import event_of, fixture, fixture_names, new_delivery_id
 
 pytestmark = pytest.mark.servers
 
@@ -256,3 +260,46 @@ def test_group_commit_in_a_thread_batches_what_arrives_meanwhile() -> None:
     assert calls == [[0], [1, 2, 3]]
     assert sorted(answered) == [(i, True) for i in range(4)]  # none answered before its commit
     assert [pair for batch in handed_on for pair in batch] == [(i, -i) for i in range(4)]
+
+
+APP_ID = 4242
+ODD_PAYLOADS: list[tuple[str, object]] = [  # shapes GitHub does not send, and the App's own
+    ("pull_request", {"action": "opened", "pull_request": "not an object"}),
+    ("pull_request", {"action": ["opened"], "installation": 7, "sender": "someone"}),
+    ("issue_comment", {"action": "created", "issue": None, "comment": {"body": "x"}}),
+    (
+        "issue_comment",
+        {"action": "created", "comment": {"performed_via_github_app": {"id": APP_ID}}},
+    ),
+    (
+        "check_run",
+        {
+            "action": "rerequested",
+            "sender": {"login": "threshold-bot[bot]", "type": "Bot"},
+            "check_run": {"app": {"id": APP_ID, "slug": "threshold-bot"}},
+            "installation": {"id": 11},
+        },
+    ),
+    (
+        "pull_request",
+        {"action": "opened", "check_suite": [], "issue": {"performed_via_github_app": 1}},
+    ),
+]
+
+
+@pytest.mark.parametrize("login", [None, "threshold-bot[bot]"])
+def test_the_fields_the_intake_reads_decide_as_the_whole_payload_would(login: str | None) -> None:
+    router = app_router(())
+    cases = [(event_of(name), fixture(name)) for name in fixture_names()] + ODD_PAYLOADS
+    for event, payload in cases:
+        body = json.dumps(payload).encode()
+        got = parse_delivery(event, "d-1", body)
+        assert isinstance(payload, dict)
+        action = payload.get("action")
+        installation = payload.get("installation")
+        assert got.delivery.action == (action if isinstance(action, str) else None)
+        expected_id = installation.get("id") if isinstance(installation, dict) else None
+        assert got.delivery.installation_id == expected_id
+        assert got.delivery.body == body.decode()
+        whole = skip_reason(router, event, payload, login, APP_ID)
+        assert skip_reason(router, event, got.payload, login, APP_ID) == whole, (event, payload)

@@ -106,6 +106,15 @@ def test_file_size_limit_defaults_to_50_mb_and_is_read_from_the_environment(
             {"APP_ID": "1", "PRIVATE_KEY": "PEM", "WEBHOOK_SECRET": "s", "LOG_LEVEL": "verbose"},
             "LOG_LEVEL: expected one of DEBUG, INFO",
         ),
+        (  # one client's share (half: 16 MiB) is less than the largest delivery (25 MiB)
+            {
+                "APP_ID": "1",
+                "PRIVATE_KEY": "PEM",
+                "WEBHOOK_SECRET": "s",
+                "MAX_UNVERIFIED_BYTES": str(32 * 1024 * 1024),
+            },
+            f"MAX_UNVERIFIED_BYTES: a body may hold only {16 * 1024 * 1024} bytes of it",
+        ),
     ],
 )
 def test_problems_name_the_variable(

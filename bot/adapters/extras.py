@@ -20,6 +20,7 @@ EXTRA_OF_MODULE: dict[str, tuple[str, str]] = {
     "starlette": ("app", "the App's web server"),
     "uvicorn": ("app", "the App's web server"),
     "httptools": ("app", "the App's web server"),
+    "msgspec": ("app", "the App's web server"),
     "sqlalchemy": ("app", "the App's store"),
     "alembic": ("app", "the App's store"),
     "huey": ("app", "the App's queue"),

@@ -11,7 +11,9 @@ Operational extras: ``WORKERS``, ``MAX_BODY_BYTES``, ``BOT_LOGIN``, ``MAX_ATTEMP
 for again: ``REDELIVERY_SECONDS`` and ``REDELIVERY_WINDOW_HOURS``.  Trust boundaries
 (docs/security.md): ``MAX_THRESHOLD_FILE_BYTES``, ``JOB_TIMEOUT_SECONDS``,
 ``WANDB_ENTITIES``, ``MLFLOW_TRACKING_URI`` / ``MLFLOW_TRACKING_TOKEN`` /
-``MLFLOW_ALLOWED_URIS``, ``MAX_UNVERIFIED_BYTES``, ``STORE_TIMEOUT_SECONDS``,
+``MLFLOW_ALLOWED_URIS``, ``MAX_UNVERIFIED_BYTES`` (with ``UNVERIFIED_SMALL_SHARE``,
+``UNVERIFIED_SMALL_BODY_BYTES``, ``UNVERIFIED_PEER_SHARE``, ``BODY_MIN_BYTES_PER_SECOND`` and
+``BODY_GRACE_SECONDS``), ``STORE_TIMEOUT_SECONDS``,
 ``DELIVERY_RETENTION_DAYS``, ``RETRY_COOLDOWN_SECONDS`` and ``RECHECK_SECONDS``.  The
 interactive report of a reviewed PR: ``REPORT_BASE_URL``, ``REPORT_PRIVATE_REPOS``,
 ``REPORT_TTL_DAYS`` and ``REPORT_RECHECK_SECONDS``.
@@ -101,8 +103,17 @@ class Settings(BaseSettings):
     mlflow_tracking_token: SecretStr | None = None  # sent to MLFLOW_TRACKING_URI only
     # more MLflow servers a repository config may name (comma-separated http(s) URLs)
     mlflow_allowed_uris: str = ""
-    # the total size of webhook bodies held in memory before their signature is checked
+    # the total size of webhook bodies held in memory before their signature is checked,
+    # counted as the bytes arrive (docs/operations.md#unverified-bodies)
     max_unverified_bytes: int = Field(default=64 * 1024 * 1024, ge=1024)
+    # the share of it only small bodies (at most UNVERIFIED_SMALL_BODY_BYTES) may use
+    unverified_small_share: float = Field(default=0.25, ge=0, lt=1)
+    unverified_small_body_bytes: int = Field(default=1024 * 1024, ge=1024)
+    # the share of it one client (IP address) may hold
+    unverified_peer_share: float = Field(default=0.5, gt=0, le=1)
+    # a body must arrive at this average rate once BODY_GRACE_SECONDS have passed (0: any)
+    body_min_bytes_per_second: int = Field(default=32 * 1024, ge=0)
+    body_grace_seconds: float = Field(default=1.0, gt=0)
     store_timeout_seconds: float = Field(default=5.0, gt=0)  # /webhook answers 503 after this
     delivery_retention_days: float = Field(default=30.0, gt=0)  # finished deliveries kept
     retry_cooldown_seconds: float = Field(default=60.0, ge=0)  # per PR, for /threshold-bot retry
@@ -140,6 +151,16 @@ class Settings(BaseSettings):
             return ()
         parts = self.webhook_secret.get_secret_value().split(",")
         return tuple(p.strip().encode() for p in parts if p.strip())
+
+    @property
+    def unverified_peer_bytes(self) -> int:
+        """The bytes of unverified bodies one client may hold (``UNVERIFIED_PEER_SHARE``)."""
+        return max(1, int(self.max_unverified_bytes * self.unverified_peer_share))
+
+    @property
+    def unverified_small_reserve_bytes(self) -> int:
+        """The bytes of the unverified budget only small bodies may use."""
+        return int(self.max_unverified_bytes * self.unverified_small_share)
 
     @property
     def handler_modules(self) -> tuple[str, ...]:
@@ -228,6 +249,8 @@ def check_settings(settings: Settings, role: Role) -> None:
         problems += _private_key_problems(settings)
     if role == "serve" and not settings.webhook_secrets:
         problems.append("WEBHOOK_SECRET: required (the webhook secret of the GitHub App)")
+    if role == "serve":
+        problems += _body_room_problems(settings)
     if not _database_url_valid(settings.database_url):
         problems.append("DATABASE_URL: not a valid SQLAlchemy URL")
     if settings.redis_url is not None and not settings.redis_url.startswith(
@@ -242,6 +265,20 @@ def check_settings(settings: Settings, role: Role) -> None:
         problems.append(f"LOG_LEVEL: expected one of {', '.join(LOG_LEVELS)}")
     if problems:
         raise SettingsError("; ".join(problems))
+
+
+def _body_room_problems(settings: Settings) -> list[str]:
+    """A delivery of ``MAX_BODY_BYTES`` must fit in what one client may hold of the
+    unverified budget and in the part of it large bodies may use, or it could never arrive."""
+    large = settings.max_unverified_bytes - settings.unverified_small_reserve_bytes
+    room = min(settings.unverified_peer_bytes, large)
+    if room >= settings.max_body_bytes:
+        return []
+    return [
+        f"MAX_UNVERIFIED_BYTES: a body may hold only {room} bytes of it (one client's share, "
+        f"UNVERIFIED_PEER_SHARE, and what UNVERIFIED_SMALL_SHARE leaves to large bodies), less "
+        f"than MAX_BODY_BYTES ({settings.max_body_bytes}): raise it or lower MAX_BODY_BYTES"
+    ]
 
 
 def _database_url_valid(url: str) -> bool:

@@ -2,12 +2,13 @@
 
 Worker threads share the interpreter (and its lock) with the event loop that
 answers webhooks, so a job started in the middle of a burst of deliveries slows
-every answer still to come.  ``IntakeGate`` counts the requests in flight; a
-worker about to start a job first waits until none is in flight and the last one
-finished ``quiet`` seconds ago.  A burst is thus acknowledged first and processed
-right after.  ``max_wait`` bounds the wait, so a steady stream of webhooks delays
-the jobs but never starves them.  Nothing is held back but the start of new jobs:
-every delivery is stored before its answer either way.
+every answer still to come.  ``IntakeGate`` counts the requests in flight, from
+the moment their body has arrived (a body still on its way costs no CPU, and a slow
+sender must not hold the jobs back); a worker about to start a job first waits until
+none is in flight and the last one finished ``quiet`` seconds ago.  A burst is thus
+acknowledged first and processed right after.  ``max_wait`` bounds the wait, so a
+steady stream of webhooks delays the jobs but never starves them.  Nothing is held
+back but the start of new jobs: every delivery is stored before its answer either way.
 """
 
 from __future__ import annotations

@@ -7,11 +7,13 @@ after the answers, and a job lost there is recovered from the store:
 - 400 when ``X-GitHub-Event``, ``X-GitHub-Delivery`` or ``X-Hub-Signature-256`` is
   missing or malformed (a request carrying only the SHA-1 ``X-Hub-Signature`` gets 401);
 - 413 when ``Content-Length`` or the body actually sent exceeds ``MAX_BODY_BYTES``
-  (or ``MAX_UNVERIFIED_BYTES``, if smaller: such a body could never be held);
+  (or the most the unverified budget can hold of one body, if smaller);
 - 415 when the content type is not JSON;
-- 503 (``Retry-After``) when the bodies being received before their signature is
-  checked already hold ``MAX_UNVERIFIED_BYTES``; 408 when the body takes more than
-  ``BODY_SECONDS`` to arrive (``bot.app.intake``);
+- 503 (``Retry-After``) when the bytes of the bodies being received before their
+  signature is checked would go over ``MAX_UNVERIFIED_BYTES`` (over the part of it
+  large bodies may use, for a large one), 429 (``Retry-After``) over what one client
+  may hold; 408 when the body arrives slower than ``BODY_MIN_BYTES_PER_SECOND`` after
+  ``BODY_GRACE_SECONDS``, or takes more than ``BODY_SECONDS`` (``bot.app.intake``);
 - 401 when the signature is not a valid HMAC-SHA256 under any configured secret;
 - 400 when the signed body is not a JSON object;
 - 202 ``{"status": "queued"}`` once the delivery is committed to the store —
@@ -62,7 +64,17 @@ from bot.adapters.store.deliveries import NewDelivery, Recorded
 from bot.adapters.store.group_commit import GroupCommit
 from bot.adapters.store.health import StoreFile, StoreUnavailable
 from bot.app.health import Health
-from bot.app.intake import Budget, Intake, Rejected, check_headers, parse_delivery, read_body
+from bot.app.intake import (
+    Budget,
+    Intake,
+    Limits,
+    Pace,
+    Rejected,
+    check_headers,
+    parse_delivery,
+    peer_of,
+    read_body,
+)
 from bot.app.metrics import CONTENT_TYPE
 from bot.app.reports import Visibility, reports_router
 from bot.app.runtime import Runtime, build
@@ -98,14 +110,16 @@ def create_app(
     FastAPI middleware, dependency or validation machinery on the hot path).
     Concurrent deliveries are stored together by one group commit
     (``bot.adapters.store.group_commit``) and each is answered once its batch is committed;
-    the jobs are enqueued after that, off the answer path.  While webhooks are being
-    answered, the workers of this process start no new job (``rt.gate``).
+    the jobs are enqueued after that, off the answer path.  While webhooks whose body has
+    arrived are being answered, the workers of this process start no new job (``rt.gate``).
     """
     rt = runtime if runtime is not None else build(settings)
     owned = runtime is None
     secrets = settings.webhook_secrets
-    cap = min(settings.max_body_bytes, settings.max_unverified_bytes)
-    budget = Budget(settings.max_unverified_bytes, rt.metrics.unverified_bytes.set)
+    limits = Limits.of(settings)
+    cap = min(settings.max_body_bytes, limits.largest)
+    budget = Budget(limits, rt.metrics.unverified_bytes.set)
+    pace = Pace.of(settings)
     timeout = settings.store_timeout_seconds
     retry_after = {"Retry-After": str(max(1, math.ceil(timeout)))}
 
@@ -171,22 +185,21 @@ def create_app(
             return 202, {"delivery": new.id, "status": "ignored", "reason": new.outcome or ""}
         return 202, {"delivery": new.id, "status": "queued"}
 
-    async def receive(request: Request) -> Response:
-        started = time.perf_counter()
+    def refused(exc: Rejected) -> Response:
+        rt.metrics.rejected.labels(str(exc.status)).inc()
+        log.warning("webhook refused: %s", exc.reason, extra={"status": exc.status})
+        wait = {} if exc.retry_after is None else {"Retry-After": str(exc.retry_after)}
+        return JSONResponse({"error": exc.reason}, status_code=exc.status, headers=wait)
+
+    async def accept(event: str, delivery_id: str, body: bytes, started: float) -> Response:
+        """Parse, triage and store a verified body; the answer."""
         try:
-            event, delivery_id, signature, length = check_headers(request.headers, cap)
-            with budget.hold(length) as held:  # released once the signature is checked
-                body = await read_body(request, cap, held)
-                if not verify(body, signature, secrets):
-                    raise Rejected(401, "signature does not match")
             new = triage(parse_delivery(event, delivery_id, body))
         except Rejected as exc:
-            rt.metrics.rejected.labels(str(exc.status)).inc()
-            log.warning("webhook refused: %s", exc.reason, extra={"status": exc.status})
-            wait = {} if exc.retry_after is None else {"Retry-After": str(exc.retry_after)}
-            return JSONResponse({"error": exc.reason}, status_code=exc.status, headers=wait)
+            return refused(exc)
         try:
-            recorded = await asyncio.wait_for(committer.submit(new), timeout)
+            async with asyncio.timeout(timeout):  # no task of its own, as wait_for makes
+                recorded = await committer.submit(new)
         except Exception as exc:
             known = isinstance(exc, TimeoutError | StoreUnavailable)
             why = f"not stored within {timeout:g} s" if isinstance(exc, TimeoutError) else str(exc)
@@ -205,8 +218,20 @@ def create_app(
         return JSONResponse(content, status_code=status)
 
     async def webhook(request: Request) -> Response:
+        started = time.perf_counter()
+        try:
+            event, delivery_id, signature, length = check_headers(request.headers, cap)
+            peer = peer_of(request.client.host if request.client is not None else None)
+            with budget.hold(peer, length) as held:  # released once the signature is checked
+                body = await read_body(request, cap, held, pace)
+                if not verify(body, signature, secrets):
+                    raise Rejected(401, "signature does not match")
+        except Rejected as exc:
+            return refused(exc)
+        # Workers give way from here, once the body is here: a body still on its way costs
+        # no CPU, and a slow sender must not hold the jobs back (bot.app.intake_gate).
         with rt.gate.request():
-            return await receive(request)
+            return await accept(event, delivery_id, body, started)
 
     app.webhook = request_response(webhook)
 

@@ -13,6 +13,7 @@ they do when the store's schema is not this version's (``threshold-bot db upgrad
 
 from __future__ import annotations
 
+import gc
 import logging
 import signal
 import socket
@@ -97,6 +98,11 @@ def serve_command(
         sock.close()
         _refuse(exc)
     config = uvicorn.Config(app, log_config=None, access_log=False, timeout_graceful_shutdown=30)
+    # What start-up built (the modules, mostly) lives as long as the process: out of the
+    # collector's way, or each full collection walks all of it, holding the interpreter
+    # lock (over 100 ms, a burst of webhooks waiting behind it).
+    gc.collect()
+    gc.freeze()
     log.info("listening on http://%s:%d", host, bound, extra={"port": bound})
     uvicorn.Server(config).run(sockets=[sock])
 
