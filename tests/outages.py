@@ -54,10 +54,8 @@ def stop_postgres(server: Postgres) -> None:
 def restart_postgres(server: Postgres) -> None:
     """Start the stopped cluster again, on its port, with the options it last ran with."""
     data = server.root / "data"
-    argv = shlex.split((data / "postmaster.opts").read_text())
-    options = [a for n, a in enumerate(argv[1:], 1) if a != "-D" and argv[n - 1] != "-D"]
-    _run_as(
-        server.user,
-        [str(server.pg_ctl), "-D", str(data), "-l", str(server.root / "server.log"), "-w"]
-        + ["-t", str(int(START_SECONDS)), "-o", shlex.join(options), "start"],
-    )
+    ran = shlex.split((data / "postmaster.opts").read_text())  # the server's command line
+    options = [a for n, a in enumerate(ran[1:], 1) if a != "-D" and ran[n - 1] != "-D"]
+    argv = [str(server.pg_ctl), "-D", str(data), "-l", str(server.root / "server.log"), "-w"]
+    argv += ["-t", str(int(START_SECONDS)), "-o", shlex.join(options), "start"]
+    _run_as(server.user, argv)

@@ -27,6 +27,8 @@ from typing import Any
 import httpx
 import pytest
 
+from bot.adapters.queue import READ_RETRY_MAX_SECONDS, READ_RETRY_SECONDS
+from bot.app.periodic import FAILED_MAX_SECONDS, TICK_SECONDS
 from tests.cluster import Cluster, Member, app_env
 from tests.crash_handler import EVENT
 from tests.live import SECRET, make_pem, wait_until
@@ -47,9 +49,11 @@ pytestmark = [pytest.mark.servers, pytest.mark.timeout(400)]
 INTERVAL = 10.0  # LOG_REPEAT_SECONDS
 BURST = 1  # LOG_REPEAT_BURST
 OUTAGE = 20.0
+THREADS = 2  # the worker's consumer threads (WORKERS, its default)
 WINDOWS = math.ceil(OUTAGE / INTERVAL) + 1  # windows an outage can touch
 KINDS = 8  # kinds of line a process may repeat during one outage (measured: 2 to 4)
 LINE = 4096  # the largest line, a traceback included (measured: about 3,300 bytes)
+SUBJECTS = {"delivery", "job", "period"}  # fields of a line about one delivery or period
 SUMMARY = re.compile(r"\(repeated (\d+) times in the last (\d+) s\)$")
 
 
@@ -112,8 +116,9 @@ def _traffic(url: str, stop: threading.Event, sent: list[str]) -> None:
 
 
 def _records(member: Member, start: int, end: int | None = None) -> list[dict[str, Any]]:
+    """``member``'s log lines between two offsets, each with its size (``_bytes``)."""
     data = member.log.read_bytes()[start:end]
-    return [json.loads(line) for line in data.decode().splitlines()]
+    return [{**json.loads(line), "_bytes": len(line) + 1} for line in data.splitlines()]
 
 
 def _kind(record: dict[str, Any]) -> tuple[str, str, str]:
@@ -140,33 +145,63 @@ def _outage(world: World, stop: Callable[[], None], start: Callable[[], None]) -
     after = {m.name: m.log.stat().st_size for m in members}
     seconds = time.monotonic() - began
     start()
+    recovered = time.monotonic()
     written = sum(after[name] - before[name] for name in after)
     records = {m.name: _records(m, before[m.name], after[m.name]) for m in members}
-    return {"bytes_per_s": written / seconds, "records": records, "sent": sent, "before": before}
+    return {
+        "bytes_per_s": written / seconds,
+        "records": records,
+        "sent": sent,
+        "before": before,
+        "recovered": recovered,
+    }
 
 
 def _check_bounded(outage: dict[str, Any]) -> None:
-    # the bound: each kind of line BURST times in full and one summary per window touched
-    bound = 2 * KINDS * (BURST + 1) * WINDOWS * LINE / OUTAGE
-    bound += len(outage["sent"]) * 600 / OUTAGE  # one line per delivery refused
-    print(f"log: {outage['bytes_per_s']:,.0f} B/s during the outage (bound {bound:,.0f})")
+    """Each kind of warning or error: ``BURST`` lines in full and a summary per window; a
+    line about one delivery: one per delivery, its traceback only among the first ones."""
+    kinds_seen, largest, lines_of_subjects = 0, 0, 0
     for name, records in outage["records"].items():
-        kinds = Counter(_kind(r) for r in records if "delivery" not in r)
-        assert len(kinds) <= KINDS, (name, kinds)
-        flooding = {k: n for k, n in kinds.items() if n > (BURST + 1) * WINDOWS}
+        errors = [r for r in records if r["level"] in ("warning", "error", "critical")]
+        repeats = Counter(_kind(r) for r in errors if not SUBJECTS & set(r))
+        print(name, *repeats.items(), sep="\n  ")
+        assert len(repeats) <= KINDS, (name, repeats)
+        flooding = {k: n for k, n in repeats.items() if n > (BURST + 1) * WINDOWS}
         assert not flooding, (name, flooding)
-        per_delivery = Counter(str(r["delivery"]) for r in records if "delivery" in r)
-        assert set(per_delivery) <= set(outage["sent"]) and set(per_delivery.values()) <= {1}
+        own = Counter(str(r["delivery"]) for r in errors if "delivery" in r)
+        assert set(own) <= set(outage["sent"]) and set(own.values()) <= {1}, own
+        subjects = [r for r in errors if SUBJECTS & set(r)]
+        tracebacks = Counter(_kind(r) for r in subjects if "exc" in r)
+        assert all(n <= BURST * WINDOWS for n in tracebacks.values()), (name, tracebacks)
+        kinds_seen += len(repeats) + len(tracebacks)
+        lines_of_subjects += len(subjects)
+        largest = max([largest, *(r["_bytes"] for r in records)])
+    # the bound: every kind's lines in full and its summary in every window the outage
+    # touched, at the largest line's size; a short line about each delivery or period
+    bound = kinds_seen * (BURST * largest + 1024) * WINDOWS / OUTAGE
+    bound += lines_of_subjects * 1024 / OUTAGE
+    print(f"log: {outage['bytes_per_s']:,.0f} B/s during the outage (bound {bound:,.0f})")
     assert outage["bytes_per_s"] < bound
 
 
-def _summary_after(member: Member, offset: int, logger: str) -> list[dict[str, Any]]:
-    """The summaries of ``logger``'s repeats ``member`` wrote past ``offset``."""
+def _said(world: World, outage: dict[str, Any], logger: str, message: str) -> list[Any]:
+    """Once every window of the outage has ended: the worker's lines of ``logger`` saying
+    ``message`` since the outage began, in full and in summaries."""
+    wait_until(
+        lambda: time.monotonic() > outage["recovered"] + INTERVAL + 2,
+        timeout=INTERVAL + 30,
+        what="the windows of the outage to end",
+    )
     return [
         r
-        for r in _records(member, offset)
-        if r["logger"] == logger and SUMMARY.search(str(r["msg"]))
+        for r in _records(world.worker, outage["before"][world.worker.name])
+        if r["logger"] == logger and str(r["msg"]).startswith(message)
     ]
+
+
+def _tries(lines: list[dict[str, Any]]) -> int:
+    """How many times it was said: the lines in full and the counts of the summaries."""
+    return sum(int(r.get("repeated", 1)) for r in lines)
 
 
 def test_redis_down_does_not_flood_the_log(world: World) -> None:
@@ -174,25 +209,22 @@ def test_redis_down_does_not_flood_the_log(world: World) -> None:
         world.redis = restart_redis(world.redis)
 
     outage = _outage(world, lambda: stop_redis(world.redis), back)
-    worker = outage["records"][world.worker.name]
-    # the first failure to read the queue in full, with its traceback
-    first = next(r for r in worker if r["logger"] == "huey.consumer.Worker")
-    assert first["msg"] == "Error reading from queue" and "ConnectionError" in first["exc"]
     _check_bounded(outage)
 
-    # once Redis is back, the window's repeats are summarised with their count
-    offset = outage["before"][world.worker.name]
-    found: list[dict[str, Any]] = []
-
-    def summarised() -> bool:
-        found[:] = _summary_after(world.worker, offset, "huey.consumer.Worker")
-        return bool(found)
-
-    wait_until(summarised, timeout=INTERVAL + 30, what="the summary of the repeats")
-    match = SUMMARY.search(found[-1]["msg"])
-    assert match is not None and int(match[1]) >= 1 and int(match[2]) <= INTERVAL + 1
-    assert found[-1]["msg"].startswith("Error reading from queue (repeated")
-    assert found[-1]["repeated"] == int(match[1]) and "exc" not in found[-1]
+    lines = _said(world, outage, "huey.consumer.Worker", "Error reading from queue")
+    # the first failure to read the queue in full, with its traceback
+    assert lines[0]["msg"] == "Error reading from queue" and "ConnectionError" in lines[0]["exc"]
+    # once Redis is back, the last window's repeats are summarised with their count
+    summary = lines[-1]
+    match = SUMMARY.search(summary["msg"])
+    assert match is not None and summary["msg"].startswith("Error reading from queue (repeated")
+    assert summary["repeated"] == int(match[1]) >= 1 and int(match[2]) <= INTERVAL + 1
+    assert "exc" not in summary
+    # each consumer thread backs off between reads: at most this many in the outage
+    doubling = math.log2(READ_RETRY_MAX_SECONDS / READ_RETRY_SECONDS) + 1
+    bound = THREADS * (OUTAGE / (0.9 * READ_RETRY_MAX_SECONDS) + doubling + 1)
+    print(f"reads of the queue failed: {_tries(lines)} (bound {bound:.0f})")
+    assert _tries(lines) <= bound
 
 
 def test_postgresql_down_does_not_flood_the_log(world: World) -> None:
@@ -200,12 +232,13 @@ def test_postgresql_down_does_not_flood_the_log(world: World) -> None:
         world, lambda: stop_postgres(world.postgres), lambda: restart_postgres(world.postgres)
     )
     _check_bounded(outage)
-    offset = outage["before"][world.worker.name]
-    found: list[dict[str, Any]] = []
 
-    def summarised() -> bool:
-        found[:] = _summary_after(world.worker, offset, "bot.app.worker")
-        return bool(found)
-
-    wait_until(summarised, timeout=INTERVAL + 30, what="the summary of the repeats")
-    assert found[-1]["msg"].startswith("supervisor sweep failed (repeated")
+    swept = _said(world, outage, "bot.app.worker", "supervisor sweep failed")
+    assert "OperationalError" in swept[0]["exc"]
+    assert swept[-1]["msg"].startswith("supervisor sweep failed (repeated")
+    # the periodic jobs' scheduler backs off while it cannot claim a period
+    looked = _said(world, outage, "bot.app.periodic", "periodic scheduler check failed")
+    doubling = math.log2(FAILED_MAX_SECONDS / TICK_SECONDS) + 1
+    bound = OUTAGE / (0.9 * FAILED_MAX_SECONDS) + doubling + 1
+    print(f"looks at the periodic jobs failed: {_tries(looked)} (bound {bound:.0f})")
+    assert 1 <= _tries(looked) <= bound

@@ -7,7 +7,8 @@ W&B client: ``APP_ID``, ``PRIVATE_KEY`` / ``PRIVATE_KEY_PATH``, ``WEBHOOK_SECRET
 ``PORT`` where ``serve`` listens.
 Operational extras: ``WORKERS``, ``MAX_BODY_BYTES``, ``BOT_LOGIN``, ``MAX_ATTEMPTS``,
 ``RETRY_BASE_SECONDS``, ``RETRY_MAX_SECONDS``, ``LEASE_SECONDS``, ``QUEUE_PATH``,
-``EXTRA_HANDLERS``, ``LOG_LEVEL`` and ``MAX_FILE_BYTES``.  Trust boundaries
+``EXTRA_HANDLERS``, ``LOG_LEVEL``, ``LOG_REPEAT_SECONDS``, ``LOG_REPEAT_BURST`` and
+``MAX_FILE_BYTES``.  Trust boundaries
 (docs/security.md): ``MAX_THRESHOLD_FILE_BYTES``, ``JOB_TIMEOUT_SECONDS``,
 ``WANDB_ENTITIES``, ``MLFLOW_TRACKING_URI`` / ``MLFLOW_TRACKING_TOKEN`` /
 ``MLFLOW_ALLOWED_URIS``, ``MAX_UNVERIFIED_BYTES``, ``STORE_TIMEOUT_SECONDS``,
@@ -78,6 +79,10 @@ class Settings(BaseSettings):
     queue_path: Path | None = None  # embedded queue file; default: next to the database
     extra_handlers: str = ""  # comma-separated modules that register more handlers
     log_level: str = "INFO"
+    # repeats of one warning or error: LOG_REPEAT_BURST in full per window, then counted
+    # and summarised once per window of LOG_REPEAT_SECONDS (0: write every one; bot.app.logs)
+    log_repeat_seconds: float = Field(default=60.0, ge=0)
+    log_repeat_burst: int = Field(default=3, ge=1, le=1000)
     max_file_bytes: int = Field(default=DEFAULT_MAX_FILE_BYTES, ge=1, le=GITHUB_MAX_FILE_BYTES)
 
     # trust boundaries (docs/security.md)
