@@ -41,6 +41,7 @@ SLOW_MODULES = (
     "test_scale_e2e.py",
     "test_clean_install.py",
     "test_crash.py",
+    "test_log_floods.py",
     "test_action_yml.py",
     "test_locks.py",
     "test_periodic.py",

@@ -8,7 +8,9 @@ and exception type) are logged at most ``BURST`` times per ``LOG_REPEAT_SECONDS`
 then once as a summary with their count (``bot.app.logs``): so every kind of line is
 bounded by the number of windows the outage spans, the bytes per second by that times a
 line's size, and the summary with the count comes after the service is back, once the
-window ends.  Lines about one delivery (its 503) are one per delivery, never summarised.
+window ends.  Lines about one delivery (its 503) are one per delivery, never summarised, their
+traceback only among the first.  The loops that met the service down backed off: the
+consumer threads' failed reads of Redis, the periodic scheduler's looks at the store.
 """
 
 from __future__ import annotations
@@ -164,7 +166,6 @@ def _check_bounded(outage: dict[str, Any]) -> None:
     for name, records in outage["records"].items():
         errors = [r for r in records if r["level"] in ("warning", "error", "critical")]
         repeats = Counter(_kind(r) for r in errors if not SUBJECTS & set(r))
-        print(name, *repeats.items(), sep="\n  ")
         assert len(repeats) <= KINDS, (name, repeats)
         flooding = {k: n for k, n in repeats.items() if n > (BURST + 1) * WINDOWS}
         assert not flooding, (name, flooding)

@@ -132,7 +132,7 @@ class Repeats:
     def admit(self, record: logging.LogRecord) -> logging.LogRecord | None:
         """The record to write for ``record`` now (itself, or it without its traceback), or
         None to hold it back; summaries due are written first."""
-        if self.interval <= 0 or record.levelno < logging.WARNING:
+        if self.interval <= 0 or record.levelno < logging.WARNING or self._closed:
             return record
         own = any(hasattr(record, name) for name in SUBJECTS)  # about one delivery or period
         if own and not record.exc_info:
@@ -154,12 +154,10 @@ class Repeats:
                 others = [w for k, w in self._windows.items() if k[0] == kind[0] and k != kind]
                 due += self._summaries(others, now)
             elif own:  # written, but its traceback is a repeat: its type says which
-                shown = logging.makeLogRecord(
-                    {**record.__dict__, "exc_info": None, "exc_text": None, "exc_type": kind[3]}
-                )
+                shown = _without_traceback(record, exc_type=kind[3])
             else:
                 window.repeated += 1
-                window.last = record
+                window.last = _without_traceback(record)  # its frames are not kept alive
                 shown = None
                 if window.repeated == 1:
                     self._watch()
@@ -231,6 +229,13 @@ def _kind(record: logging.LogRecord) -> Kind:
     return record.name, record.levelno, template, named
 
 
+def _without_traceback(record: logging.LogRecord, **fields: object) -> logging.LogRecord:
+    """A copy of ``record`` without its exception (and with ``fields``)."""
+    return logging.makeLogRecord(
+        {**record.__dict__, "exc_info": None, "exc_text": None, "stack_info": None, **fields}
+    )
+
+
 def _summary(last: logging.LogRecord, count: int, seconds: int) -> logging.LogRecord:
     """A record saying ``last``'s message was repeated ``count`` times in ``seconds``."""
     try:
@@ -241,9 +246,6 @@ def _summary(last: logging.LogRecord, count: int, seconds: int) -> logging.LogRe
         **last.__dict__,
         "msg": "%s (repeated %d times in the last %d s)",
         "args": (message, count, seconds),
-        "exc_info": None,
-        "exc_text": None,
-        "stack_info": None,
         "created": time.time(),
         "repeated": count,
     }
