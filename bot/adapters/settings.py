@@ -7,8 +7,7 @@ W&B client: ``APP_ID``, ``PRIVATE_KEY`` / ``PRIVATE_KEY_PATH``, ``WEBHOOK_SECRET
 ``PORT`` where ``serve`` listens.
 Operational extras: ``WORKERS``, ``MAX_BODY_BYTES``, ``BOT_LOGIN``, ``MAX_ATTEMPTS``,
 ``RETRY_BASE_SECONDS``, ``RETRY_MAX_SECONDS``, ``LEASE_SECONDS``, ``QUEUE_PATH``,
-``EXTRA_HANDLERS``, ``LOG_LEVEL``, ``LOG_REPEAT_SECONDS``, ``LOG_REPEAT_BURST`` and
-``MAX_FILE_BYTES``.  Trust boundaries
+``EXTRA_HANDLERS``, ``LOG_LEVEL`` and ``MAX_FILE_BYTES``.  Trust boundaries
 (docs/security.md): ``MAX_THRESHOLD_FILE_BYTES``, ``JOB_TIMEOUT_SECONDS``,
 ``WANDB_ENTITIES``, ``MLFLOW_TRACKING_URI`` / ``MLFLOW_TRACKING_TOKEN`` /
 ``MLFLOW_ALLOWED_URIS``, ``MAX_UNVERIFIED_BYTES``, ``STORE_TIMEOUT_SECONDS``,
@@ -18,6 +17,9 @@ interactive report of a reviewed PR: ``REPORT_BASE_URL``, ``REPORT_PRIVATE_REPOS
 
 ``load_settings`` turns the problems into one ``SettingsError`` whose message is one
 line naming every variable at fault, so ``serve`` can stop with a clear reason.
+
+Repeats of one error in the log (``bot.app.logs``): ``LOG_REPEAT_SECONDS`` and
+``LOG_REPEAT_BURST``.
 """
 
 from __future__ import annotations
