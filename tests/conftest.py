@@ -44,6 +44,7 @@ SLOW_MODULES = (
     "test_store_faults.py",
     "test_action_yml.py",
     "test_locks.py",
+    "test_log_floods.py",
     "test_periodic.py",
     "test_schema_migrations.py",
     "test_cli_export.py",

@@ -12,22 +12,59 @@ Periodic jobs do not go through the queue: ``bot.app.periodic`` runs them.
 from __future__ import annotations
 
 import logging
+import sys
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from huey import Huey, MemoryHuey, RedisHuey, SqliteHuey
 from huey.consumer import Consumer
+from huey.consumer import Worker as HueyWorker
 
 from bot.adapters.extras import require
 from bot.adapters.settings import Settings
+from bot.core.retry import backoff_delay
 
 log = logging.getLogger(__name__)
 
 TASK_NAME = "run_delivery"
+# after a failed read of the queue (Redis down), a consumer thread waits this long before
+# the next, doubling from the first to the cap: huey's own wait is its polling delay (0.25 s)
+READ_RETRY_SECONDS = 0.5
+READ_RETRY_MAX_SECONDS = 5.0
+
+
+class _Worker(HueyWorker):  # type: ignore[misc]
+    """A huey consumer thread that backs off while the queue cannot be read.
+
+    huey logs the failed read and calls ``sleep`` inside its ``except`` block; there the
+    wait doubles with each failure in a row (``READ_RETRY_SECONDS`` to
+    ``READ_RETRY_MAX_SECONDS``) instead of huey's polling delay.  A read that does not
+    fail starts the count again.
+    """
+
+    failures = 0
+
+    def loop(self, now: Any = None) -> None:
+        failures = self.failures
+        super().loop(now)
+        if self.failures == failures:
+            self.failures = 0
+
+    def sleep(self) -> None:
+        if sys.exc_info()[0] is None:  # the queue was empty: huey's polling delay
+            super().sleep()
+            return
+        self.failures += 1
+        delay = backoff_delay(self.failures, READ_RETRY_SECONDS, READ_RETRY_MAX_SECONDS)
+        self.stop_flag.wait(delay)
 
 
 class _EmbeddedConsumer(Consumer):  # type: ignore[misc]
-    """A huey consumer that leaves signal handling to the host process (uvicorn)."""
+    """A huey consumer that leaves signal handling to the host process (uvicorn) and
+    backs off while its queue cannot be read (``_Worker``)."""
+
+    worker_class = _Worker
 
     def _set_signal_handlers(self) -> None:
         return None

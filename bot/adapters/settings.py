@@ -20,6 +20,9 @@ interactive report of a reviewed PR: ``REPORT_BASE_URL``, ``REPORT_PRIVATE_REPOS
 
 ``load_settings`` turns the problems into one ``SettingsError`` whose message is one
 line naming every variable at fault, so ``serve`` can stop with a clear reason.
+
+Repeats of one error in the log (``bot.app.logs``): ``LOG_REPEAT_SECONDS`` and
+``LOG_REPEAT_BURST``.
 """
 
 from __future__ import annotations
@@ -83,6 +86,10 @@ class Settings(BaseSettings):
     queue_path: Path | None = None  # embedded queue file; default: next to the database
     extra_handlers: str = ""  # comma-separated modules that register more handlers
     log_level: str = "INFO"
+    # repeats of one warning or error: LOG_REPEAT_BURST in full per window, then counted
+    # and summarised once per window of LOG_REPEAT_SECONDS (0: write every one; bot.app.logs)
+    log_repeat_seconds: float = Field(default=60.0, ge=0)
+    log_repeat_burst: int = Field(default=3, ge=1, le=1000)
     max_file_bytes: int = Field(default=DEFAULT_MAX_FILE_BYTES, ge=1, le=GITHUB_MAX_FILE_BYTES)
     # failed webhook deliveries asked for again (bot.features.redelivery): how often one
     # process looks (0: never), and how far back (GitHub redelivers the past 3 days only)

@@ -9,7 +9,8 @@ processes), and the winner runs the job under the lock ``periodic:NAME``
 (``bot.adapters.locks``) so two runs of a job never overlap: when the previous run is still
 going, the winner waits for it until its period ends, and the period is skipped if it is
 still going then.  Each run has its own thread, so a long drift round does not hold back
-the purge; its errors are logged, the scheduler goes on.
+the purge; its errors are logged, the scheduler goes on.  While the store cannot be reached
+the looks back off (doubling up to ``FAILED_MAX_SECONDS``).
 """
 
 from __future__ import annotations
@@ -25,10 +26,12 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from bot.adapters.locks import Locks
 from bot.adapters.store import periodic
+from bot.core.retry import backoff_delay
 
 log = logging.getLogger(__name__)
 
 TICK_SECONDS = 1.0  # how often the scheduler looks at its jobs (at most)
+FAILED_MAX_SECONDS = 15.0  # the longest wait after looks that failed in a row (store down)
 
 
 @dataclass(frozen=True)
@@ -131,9 +134,14 @@ class Scheduler:
                 log.exception("could not record the end of a periodic job", extra=extra)
 
     def _loop(self, interval: float) -> None:
+        failures = 0
         while not self._stop.is_set():
             try:
                 self.tick()
-            except Exception:  # the store is unreachable: look again next time
+            except Exception:  # the store is unreachable: look again, later each time
+                failures += 1
                 log.exception("periodic scheduler check failed")
-            self._stop.wait(interval)
+            else:
+                failures = 0
+            cap = max(interval, FAILED_MAX_SECONDS)
+            self._stop.wait(backoff_delay(failures, interval, cap) if failures else interval)

@@ -40,7 +40,13 @@ def _settings(role: Role) -> Settings:
         settings = load_settings(role)
     except SettingsError as exc:
         fail(str(exc))
-    logs.configure(settings.log_level, settings.secret_values(), capture=True)
+    logs.configure(
+        settings.log_level,
+        settings.secret_values(),
+        capture=True,
+        repeat_seconds=settings.log_repeat_seconds,
+        repeat_burst=settings.log_repeat_burst,
+    )
     return settings
 
 

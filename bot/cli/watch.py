@@ -41,7 +41,12 @@ def watch_command(
         settings = load_settings("worker")
     except SettingsError as exc:
         fail(str(exc))
-    logs.configure(settings.log_level, settings.secret_values())  # logs: stderr; results: stdout
+    logs.configure(  # logs: stderr; results: stdout
+        settings.log_level,
+        settings.secret_values(),
+        repeat_seconds=settings.log_repeat_seconds,
+        repeat_burst=settings.log_repeat_burst,
+    )
     engine = make_engine(settings.database_url)
     locks = make_locks(settings, engine, str(owners.current()), gone=owners.is_gone)
     try:
