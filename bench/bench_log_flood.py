@@ -28,7 +28,6 @@ sys.path.insert(0, str(ROOT))
 
 from tests.cluster import Cluster, app_env  # noqa: E402
 from tests.live import make_pem  # noqa: E402
-from tests.outages import restart_postgres, restart_redis, stop_postgres, stop_redis  # noqa: E402
 from tests.services import start_postgres, start_redis  # noqa: E402
 
 
@@ -83,13 +82,13 @@ def main() -> None:
                 cluster.worker()
                 time.sleep(3)
                 _phase(cluster, "quiet", 10)
-                stop_redis(redis)
+                redis.halt()
                 _phase(cluster, "Redis stopped", args.seconds)
-                redis = restart_redis(redis)
+                redis.resume()
                 _phase(cluster, "Redis back", args.back)
-                stop_postgres(postgres)
+                postgres.halt()
                 _phase(cluster, "PostgreSQL stopped", args.seconds)
-                restart_postgres(postgres)
+                postgres.resume()
                 _phase(cluster, "PostgreSQL back", args.back)
                 cluster.stop()
     finally:

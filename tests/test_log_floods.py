@@ -34,7 +34,6 @@ from bot.app.periodic import FAILED_MAX_SECONDS, TICK_SECONDS
 from tests.cluster import Cluster, Member, app_env
 from tests.crash_handler import EVENT
 from tests.live import SECRET, make_pem, wait_until
-from tests.outages import restart_postgres, restart_redis, stop_postgres, stop_redis
 from tests.services import (
     Postgres,
     Redis,
@@ -206,10 +205,7 @@ def _tries(lines: list[dict[str, Any]]) -> int:
 
 
 def test_redis_down_does_not_flood_the_log(world: World) -> None:
-    def back() -> None:
-        world.redis = restart_redis(world.redis)
-
-    outage = _outage(world, lambda: stop_redis(world.redis), back)
+    outage = _outage(world, world.redis.halt, world.redis.resume)
     _check_bounded(outage)
 
     lines = _said(world, outage, "huey.consumer.Worker", "Error reading from queue")
@@ -229,9 +225,7 @@ def test_redis_down_does_not_flood_the_log(world: World) -> None:
 
 
 def test_postgresql_down_does_not_flood_the_log(world: World) -> None:
-    outage = _outage(
-        world, lambda: stop_postgres(world.postgres), lambda: restart_postgres(world.postgres)
-    )
+    outage = _outage(world, world.postgres.halt, world.postgres.resume)
     _check_bounded(outage)
 
     swept = _said(world, outage, "bot.app.worker", "supervisor sweep failed")
