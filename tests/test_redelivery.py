@@ -48,9 +48,7 @@ from tests.services import (
     Postgres,
     Redis,
     free_port,
-    postgres_missing,
-    start_postgres,
-    unavailable,
+    postgres_running,
 )
 from tests.webhooks import signed_fixture
 
@@ -63,14 +61,8 @@ EACH = 3  # PRs per phase
 @pytest.fixture
 def cluster() -> Iterator[Postgres]:
     """A PostgreSQL cluster of this test's own: the test stops and starts it."""
-    reason = postgres_missing()
-    if reason:
-        unavailable(reason)
-    server = start_postgres()
-    try:
+    with postgres_running() as server:
         yield server
-    finally:
-        server.stop()
 
 
 def metric(url: str, name: str, labels: str) -> float:
