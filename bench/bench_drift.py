@@ -45,7 +45,8 @@ from bot.adapters.store.db import init_db, make_engine  # noqa: E402
 from bot.core.budget import Limits  # noqa: E402
 from bot.features.drift import watch  # noqa: E402
 from bot.features.drift.read import BranchCache  # noqa: E402
-from bot.features.drift.watch import WatchOptions, WatchReport, watch_round  # noqa: E402
+from bot.features.drift.rounds import watch_round  # noqa: E402
+from bot.features.drift.watch import WatchOptions, WatchReport  # noqa: E402
 from tests.fakes.github_api import FakeGitHub  # noqa: E402
 
 REPOS = 200

@@ -37,7 +37,8 @@ from bot.core.budget import Limits
 from bot.core.render.drift import drift_marker
 from bot.features.drift import watch
 from bot.features.drift.read import BranchCache
-from bot.features.drift.watch import WatchOptions, WatchReport, watch_round
+from bot.features.drift.rounds import watch_round
+from bot.features.drift.watch import WatchOptions, WatchReport
 from tests.drift_world import lower_rule
 from tests.fakes.github_api import Call, FakeGitHub
 from tests.fakes.github_state import Issue, Repo

@@ -36,7 +36,7 @@ from bot.app.worker import Supervisor, Worker
 from bot.core.history.sources import HistoryFactory
 from bot.core.routing import Router
 from bot.features.context import HandlerContext
-from bot.features.drift.watch import drift_job
+from bot.features.drift.rounds import drift_job
 from bot.features.redelivery import HookDeliveries, redelivery_job
 from bot.features.review.recheck import recheck_job
 

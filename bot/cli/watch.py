@@ -22,7 +22,8 @@ from bot.adapters.store.db import init_db, make_engine
 from bot.adapters.store.schema import SchemaError
 from bot.app import logs, owners
 from bot.cli.errors import fail
-from bot.features.drift.watch import WatchOptions, remote_sources, watch_round
+from bot.features.drift.rounds import remote_sources, watch_round
+from bot.features.drift.watch import WatchOptions
 
 
 def watch_command(

@@ -14,7 +14,7 @@ caller asks ``spent()``.  Files and bytes are charged by the caller after each r
 last read (which is itself bounded, e.g. by ``MAX_THRESHOLD_FILE_BYTES``).
 
 A budget belongs to one thread at a time.  Nothing here knows what is being read: what is
-cut, and where it resumes, is the caller's (``bot.features.drift.watch``).
+cut, and where it resumes, is the caller's (``bot.features.drift.rounds``).
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """Where a periodic job resumes what a run's budget cut (``bot.core.budget``).
 
-Table ``drift_cursors`` (the drift watch's, ``bot.features.drift.watch``): per key
+Table ``drift_cursors`` (the drift watch's, ``bot.features.drift.rounds``): per key
 (``installation:ID``, ``repository:OWNER/NAME``, ``round``) the position the next round
 starts at.  A row exists only while something is cut; ``stored`` reads them all in one
 query, so a round costs one read and a write per cut.
