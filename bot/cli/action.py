@@ -31,7 +31,6 @@ import os
 import re
 import sys
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Annotated, Any
 
@@ -41,7 +40,13 @@ from bot.adapters.github import DEFAULT_API_URL
 from bot.adapters.github.api import GitHubAPI
 from bot.adapters.github.errors import GitHubError
 from bot.adapters.github.workflow import workflow_client
-from bot.adapters.settings import DEFAULT_THRESHOLD_FILE_BYTES
+from bot.cli.action_base import (
+    THRESHOLD_BYTES,
+    PullRef,
+    base_config,
+    changed_files,
+    changed_histories,
+)
 from bot.cli.errors import PROG, UsageProblem, fail
 from bot.cli.histories import LocalHistories, inside
 from bot.cli.review import rule_settings, web_url
@@ -51,7 +56,6 @@ from bot.core.formatting import plural
 from bot.core.history.sources import HistoryError
 from bot.core.models import SourceSpec
 from bot.core.render.review import MARKER, rebaseline_options, render_comment
-from bot.core.thresholds.pinning import changed_file
 from bot.features.action import (
     FileVersions,
     fails,
@@ -59,20 +63,10 @@ from bot.features.action import (
     history_files,
     review_gates,
 )
-from bot.features.repo_config import read_config
 from bot.features.repo_files import repo_file_reader
 
 FAIL_ON = ("action_required", "neutral", "none")
 MAX_FILES = 200  # threshold files in one run: a glob matching the whole tree is a mistake
-THRESHOLD_BYTES = DEFAULT_THRESHOLD_FILE_BYTES  # each threshold file and the config, as the App
-
-
-@dataclass(frozen=True)
-class PullRef:
-    """The pull request of a ``pull_request`` event payload."""
-
-    number: int
-    base_sha: str
 
 
 # --------------------------------------------------------------------------- the runner
@@ -185,24 +179,6 @@ def _override(
     return None
 
 
-def _same_as_base(workspace: Path, path: str, base: str | None) -> bool:
-    """Whether the PR's checkout holds ``path`` as the base has it (``base`` None: absent);
-    the checkout's copy is read only when its size is the base's, so at most as much."""
-    try:
-        target = inside(workspace, path, "file")
-    except UsageProblem:  # a link out of the checkout: not what the base holds
-        return False
-    try:
-        if not target.is_file():
-            return base is None and not target.exists()
-        if base is None:
-            return False
-        data = base.encode("utf-8")
-        return target.stat().st_size == len(data) and target.read_bytes() == data
-    except OSError:
-        return False
-
-
 def _flag(value: str, name: str) -> bool:
     lowered = value.strip().lower()
     if lowered in ("true", "yes", "1", "on"):
@@ -286,7 +262,7 @@ def _run(
             config = CONFIG_PATH
         repo_config = _config(workspace, config)
     else:  # a PR: the config at its base; the PR's change of it is shown
-        config, repo_config, warnings, moved = _base_config(gh, repo, pull, workspace, config)
+        config, repo_config, warnings, moved = base_config(gh, repo, pull, workspace, config)
         changed += moved
         base = functools.cache(repo_file_reader(gh, repo, pull.base_sha))
     rule = rule_settings(repo_config, window, None)
@@ -298,13 +274,13 @@ def _run(
     if gh is None or pull is None:
         versions = [FileVersions(p, heads[p], audit=True) for p in paths]
     else:
-        versions = _changed(gh, repo, pull, heads)
+        versions = changed_files(gh, repo, pull, heads)
         if not versions and not changed:
             _unchanged(gh if post else None, repo, pull, len(paths))
             return False
     found = find_changes(versions, repo_config, pin=override is None)
     if base is not None:
-        changed += _changed_histories(workspace, base, history_files(found, override))
+        changed += changed_histories(workspace, base, history_files(found, override))
     review = review_gates(
         found,
         histories,
@@ -348,59 +324,6 @@ def _client(api_url: str, author: str | None) -> GitHubAPI:
         return workflow_client(token, base_url=api_url, author=author)
     except GitHubError as exc:
         raise UsageProblem(f"GitHub refused the token: {exc}") from None
-
-
-def _base_config(
-    gh: GitHubAPI, repo: str, pull: PullRef, workspace: Path, config: str | None
-) -> tuple[str | None, RepoConfig, tuple[str, ...], list[str]]:
-    """The config at the PR's base, as the App reads it (defaults when absent, invalid or too
-    large, saying why; the ``config`` input must be there): its path (None: none), the
-    config, its warnings, and what the review says when the PR changes it."""
-    path = config or CONFIG_PATH
-    try:
-        text, parsed, warnings = read_config(
-            gh, repo, pull.base_sha, max_bytes=THRESHOLD_BYTES, path=path
-        )
-    except GitHubError as exc:
-        raise UsageProblem(f"config {path}: cannot read it at the PR's base: {exc}") from None
-    if config and text is None and not warnings:
-        raise UsageProblem(f"config {config}: no such file at the PR's base")
-    moved = (
-        []
-        if _same_as_base(workspace, path, text)
-        else [changed_file(path, "the repository config")]
-    )
-    return (path if text is not None else config), parsed, warnings, moved
-
-
-def _changed_histories(
-    workspace: Path, base: Callable[[str], str], files: dict[str, tuple[str, ...]]
-) -> list[str]:
-    """What the review says of each history file it reads that the PR changes."""
-    said = []
-    for path, gates in files.items():
-        try:
-            text: str | None = base(path)
-        except FileNotFoundError:
-            text = None
-        except HistoryError:
-            continue  # unreadable at the base: the review says so, and requires action
-        if not _same_as_base(workspace, path, text):
-            said.append(changed_file(path, f"the run history of {', '.join(gates)}"))
-    return said
-
-
-def _changed(gh: GitHubAPI, repo: str, pull: PullRef, heads: dict[str, str]) -> list[FileVersions]:
-    """The files the PR changes, each with its text at the PR's base (None: added)."""
-    versions = []
-    for path, head in heads.items():
-        try:
-            base = gh.file_text(repo, path, pull.base_sha, max_bytes=THRESHOLD_BYTES)
-        except GitHubError as exc:
-            raise UsageProblem(f"{path}: cannot read it at the PR's base: {exc}") from None
-        if base != head:
-            versions.append(FileVersions(path, head, base))
-    return versions
 
 
 def _unchanged(gh: GitHubAPI | None, repo: str, pull: PullRef, matched: int) -> None:
