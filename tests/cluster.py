@@ -23,6 +23,7 @@ import os
 import signal
 import subprocess
 import sys
+import time
 from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
@@ -41,6 +42,9 @@ from tests.live import SECRET, ServerProcess, wait_until
 
 T = TypeVar("T")
 KEEP = ("PATH", "HOME", "LANG", "TMPDIR", "SYSTEMROOT")
+# a statement a frozen process sent just before lands within this (``Cluster.kill``)
+SETTLE_SECONDS = 0.2
+SETTLE_TRIES = 10
 READY = "worker running with"  # the worker's line once its threads run
 
 
@@ -189,12 +193,21 @@ class Cluster:
         """Freeze ``member`` (SIGSTOP), call ``while_frozen(member)``, then ``kill -9`` it.
 
         What the process holds cannot change while it is frozen (it is alive, so nobody
-        takes its deliveries over), so ``while_frozen`` sees exactly what the kill
-        interrupts.  ``killed_at`` is the moment it was frozen: it did nothing after."""
+        takes its deliveries over), except by a statement it sent to a database server just
+        before: ``while_frozen`` is called until two calls ``SETTLE_SECONDS`` apart agree,
+        so it sees exactly what the kill interrupts.  ``killed_at`` is the moment it was
+        frozen: it sent nothing after."""
         member.killed_at = now()
         os.kill(member.pid, signal.SIGSTOP)
         try:
-            return while_frozen(member)
+            seen = while_frozen(member)
+            for _ in range(SETTLE_TRIES):
+                time.sleep(SETTLE_SECONDS)
+                again = while_frozen(member)
+                if again == seen:
+                    break
+                seen = again
+            return seen
         finally:
             member.proc.send_signal(signal.SIGKILL)
             member.proc.wait(timeout=30)
