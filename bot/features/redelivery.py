@@ -86,16 +86,15 @@ def redeliver_failed(
         attempts, redeliveries.received(sessions, guids), redeliveries.asked(sessions, guids)
     )
     requested = failed = 0
-    held: datetime | None = None  # the oldest attempt whose request GitHub refused
-    for attempt in choice.ask[MAX_REQUESTS:]:  # left for the next look
-        held = attempt.delivered_at if held is None else min(held, attempt.delivered_at)
+    # attempts left for the next look (over MAX_REQUESTS, or refused): the mark stays before
+    held = [attempt.delivered_at for attempt in choice.ask[MAX_REQUESTS:]]
     for attempt in choice.ask[:MAX_REQUESTS]:
         extra = {"delivery": attempt.guid, "event": attempt.event, "attempt": attempt.id}
         try:
             hooks.redeliver(attempt.id)
         except GitHubError as exc:
             failed += 1
-            held = attempt.delivered_at if held is None else min(held, attempt.delivered_at)
+            held.append(attempt.delivered_at)
             log.warning("could not ask GitHub to redeliver a delivery: %s", exc, extra=extra)
             continue
         redeliveries.record_asked(sessions, attempt.guid, attempt.id)
@@ -113,7 +112,7 @@ def redeliver_failed(
         )
     else:
         newest = max((a.delivered_at for a in attempts), default=None)
-        reached = min(d for d in (newest, held) if d is not None) if newest else None
+        reached = min([newest, *held]) if newest is not None else None
         if reached is not None and (mark is None or reached > mark):
             redeliveries.set_mark(sessions, MARK, reached)
     return RedeliveryReport(requested, len(choice.skipped), failed, complete)
