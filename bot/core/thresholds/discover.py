@@ -44,7 +44,7 @@ from bot.core.thresholds.structured.declared import (
     coupled_notes,
     parse_structured,
 )
-from bot.core.thresholds.structured.detect import detect_structured
+from bot.core.thresholds.structured.detect import detect_structured, nothing_read
 from bot.core.thresholds.structured.expressions import structured_expressions
 from bot.core.thresholds.tables.reader import TABLE_SUFFIXES, parse_table
 
@@ -247,13 +247,21 @@ def _other(
 
 
 def _merged(first: ThresholdFile | None, second: ThresholdFile) -> ThresholdFile | None:
-    """Both files' gates and hints; a gate on a literal already bound is the first's."""
+    """Both files' gates and hints; a gate on a literal already bound is the first's.  The
+    first's note that it read no number goes when the second reads one."""
     if first is None:
         return second if second.gates or second.unbound else None
     spans = {(g.start, g.end) for g in first.gates}
     extra = tuple(g for g in second.gates if (g.start, g.end) not in spans)
+    notes = first.notes
+    if second.gates or second.unbound:
+        notes = tuple(n for n in notes if n != nothing_read(first.path))
     return first.model_copy(
-        update={"gates": first.gates + extra, "unbound": first.unbound + second.unbound}
+        update={
+            "gates": first.gates + extra,
+            "unbound": first.unbound + second.unbound,
+            "notes": notes,
+        }
     )
 
 

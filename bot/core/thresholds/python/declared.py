@@ -10,7 +10,8 @@ show them, e.g. ``LOSS_THRESHOLD = 2.5`` passed to a helper)::
 
 ``key`` names a constant assigned a number (or a list / dict of numbers) exactly once:
 ``NAME`` (module), ``Class.NAME`` (class, or ``self.NAME`` set once in its methods),
-``test_fn.name`` (function), or an entry ``NAME.gsm8k`` / ``NAME[gsm8k]``.  A dict declared
+``test_fn.name`` (function; ``TestCls.test_fn.name`` or, when one method has that name,
+``test_fn.name``), or an entry ``NAME.gsm8k`` / ``NAME[gsm8k]``.  A dict declared
 whole gives a gate per entry (``{key}`` in the metric is the entry's key), a list or a dict
 with integer keys declared as a reference a golden curve.  A tolerance given by name is a
 constant of the file.  A key that names nothing is an error naming the declaration.
@@ -25,7 +26,7 @@ from bot.core.config import FileDecl, GateDecl
 from bot.core.models import SIDES_OPS, Coupled, CurvePoint, Gate, Op, Span, Tolerance
 from bot.core.thresholds.errors import ThresholdFileError
 from bot.core.thresholds.python.resolver import Resolver
-from bot.core.thresholds.python.scope import Module
+from bot.core.thresholds.python.scope import Module, Scope
 from bot.core.thresholds.python.source import Source
 from bot.core.thresholds.python.values import Num, Table, Value, flatten
 
@@ -41,22 +42,35 @@ class Declared:
         self.resolver = resolver
         self.source = source
 
+    def _scopes(self, qualified: str) -> list[Scope]:
+        """The scopes assigning the constant ``qualified`` names: the one named exactly,
+        else every one whose qualified name ends with it (``test_x`` for ``TestCls.test_x``)."""
+        head, _, name = qualified.rpartition(".")
+        writing = [s for s in self.module.scopes if name in s.assigned or name in s.attrs]
+        exact = [s for s in writing if s.name == head]
+        return exact or [s for s in writing if head and s.name.endswith(f".{head}")]
+
     def find(self, key: str) -> Value | None:
-        """The constant (or entry) ``key`` names, None when there is none."""
+        """The constant (or entry) ``key`` names, None when there is none (or several)."""
         parts = _BRACKET.sub(r".\1", key).split(".")
         for split in range(len(parts), 0, -1):
             qualified, rest = ".".join(parts[:split]), parts[split:]
-            for scope in self.module.scopes:
-                name = qualified.removeprefix(f"{scope.name}.") if scope.name else qualified
-                if scope.qualify(name) != qualified or "." in name:
-                    continue
-                if name in scope.assigned or name in scope.attrs:
-                    value = self.resolver.constant(name, scope, 0)
-                    return _entry(value, rest) if value is not None else None
+            scopes = self._scopes(qualified)
+            if len(scopes) == 1:
+                value = self.resolver.constant(parts[split - 1], scopes[0], 0)
+                return _entry(value, rest) if value is not None else None
+            if scopes:
+                return None
         return None
 
     def _why(self, key: str) -> str:
-        name = _BRACKET.sub(r".\1", key).split(".")[-1]
+        parts = _BRACKET.sub(r".\1", key).split(".")
+        for split in range(len(parts), 1, -1):
+            scopes = self._scopes(".".join(parts[:split]))
+            if len(scopes) > 1:
+                names = ", ".join(s.name for s in scopes)
+                return f"{len(scopes)} functions or classes have it ({names}): name the class too"
+        name = parts[-1]
         for scope in self.module.scopes:
             written = scope.assigned.get(name) or scope.attrs.get(name) or []
             if len(written) > 1:

@@ -28,6 +28,7 @@ from bot.core.thresholds.python.values import (
 )
 
 MAX_DEPTH = 40
+MAX_BASES = 16  # classes of a hierarchy searched for an attribute
 _CONVERSIONS = frozenset(
     {"tensor", "array", "asarray", "as_tensor", "list", "tuple", "float", "Tensor", "float64"}
 )
@@ -72,14 +73,70 @@ class Resolver:
         self._constants[key] = found
         return found
 
-    def _class(self, node: ast.expr, at: At) -> Scope | None:
-        if not isinstance(node, ast.Name):
-            return None
-        if node.id in ("self", "cls") or node.id == at.scope.self_name:
+    def member(self, owner: Scope, name: str) -> Scope:
+        """The class that writes ``name`` for ``owner``: itself, else the first of its bases
+        defined in this file that does (depth first, ``MAX_BASES`` classes at most)."""
+        seen: set[int] = set()
+        stack = [owner]
+        while stack and len(seen) < MAX_BASES:
+            scope = stack.pop()
+            if id(scope) in seen:
+                continue
+            seen.add(id(scope))
+            if name in scope.assigned or name in scope.attrs or name in scope.returns:
+                return scope
+            assert isinstance(scope.node, ast.ClassDef)
+            bases = [self._class(b, At(scope.parent or scope), MAX_DEPTH) for b in scope.node.bases]
+            stack += [b for b in reversed(bases) if b is not None and b is not scope]
+        return owner
+
+    def _class(self, node: ast.expr, at: At, depth: int = 0) -> Scope | None:
+        """The class of this file ``node`` names (``self``, ``cls``, ``TestX``) or holds an
+        instance of (``Limits()``, a fixture returning one, ``self.limits = Limits()``)."""
+        if isinstance(node, ast.Name) and (
+            node.id in ("self", "cls") or node.id == at.scope.self_name
+        ):
             return at.scope.owner
-        found = self.lookup(node.id, at.scope)
-        child = found.children.get(node.id) if found else None
-        return child if child is not None and child.kind == "class" else None
+        if isinstance(node, ast.Name):
+            found = self.lookup(node.id, at.scope)
+            child = found.children.get(node.id) if found else None
+            if child is not None and child.kind == "class":
+                return child
+        return self._instance(node, at, depth + 1)
+
+    def _instance(self, node: ast.expr, at: At, depth: int) -> Scope | None:
+        """The class of this file whose instance ``node`` holds, followed through names and
+        attributes assigned once, a binding and functions that only return a value."""
+        if depth > MAX_DEPTH:
+            return None
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
+            scope = self.lookup(node.func.id, at.scope)
+            child = scope.children.get(node.func.id) if scope else None
+            if scope is None or child is None:
+                return None
+            if child.kind == "class":
+                return child
+            returned = scope.returns.get(node.func.id)
+            return self._instance(returned, At(child), depth + 1) if returned else None
+        written: list[ast.expr | None] = []
+        if isinstance(node, ast.Name):
+            binding = at.env.get(node.id)
+            if isinstance(binding, Alias):
+                where = At(binding.scope) if binding.scope is not None else at
+                return self._instance(binding.node, where, depth + 1)
+            scope = None if node.id in at.env else self.lookup(node.id, at.scope)
+            written = scope.assigned.get(node.id, []) if scope else []
+        elif isinstance(node, ast.Attribute):
+            owner = self._class(node.value, at, depth + 1)
+            scope = self.member(owner, node.attr) if owner else None
+            written = (
+                (scope.assigned.get(node.attr) or scope.attrs.get(node.attr) or []) if scope else []
+            )
+        else:
+            return None
+        if scope is None or len(written) != 1 or written[0] is None:
+            return None
+        return self._instance(written[0], At(scope), depth + 1)
 
     def why_not(self, node: ast.expr, at: At) -> str | None:
         """Why a threshold named by ``node`` has no value here; None when not a name."""
@@ -88,6 +145,7 @@ class Resolver:
             written = scope.assigned.get(name, []) if scope else []
             lines = scope.lines.get(name, []) if scope else []
         elif isinstance(node, ast.Attribute) and (owner := self._class(node.value, at)):
+            owner = self.member(owner, node.attr)
             scope, name = owner, node.attr
             written = owner.assigned.get(name) or owner.attrs.get(name) or []
             lines = owner.lines.get(name) or owner.attr_lines.get(name) or []
@@ -129,7 +187,7 @@ class Resolver:
         if isinstance(node, ast.Attribute) and node.attr != "nan":
             owner = self._class(node.value, at)
             if owner is not None:
-                return self.constant(node.attr, owner, depth)
+                return self.constant(node.attr, self.member(owner, node.attr), depth)
             base = self.value(node.value, at, depth + 1)
             return field_of(base, node.attr) if isinstance(base, Record) else None
         if isinstance(node, ast.Subscript):
@@ -201,6 +259,7 @@ class Resolver:
                     if isinstance(node.func, ast.Attribute)
                     else None
                 )
+                owner = self.member(owner, last) if owner else None
                 returned = owner.returns.get(last) if owner else None
             if returned is not None:
                 value = self.value(returned, At(at.scope), depth + 1)

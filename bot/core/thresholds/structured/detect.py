@@ -52,6 +52,11 @@ _TOLERANCES = (
 )
 
 
+def nothing_read(path: str) -> str:
+    """The note of a file the config names in which no shape reads a number."""
+    return f"{path}: no numeric value to read as a gate"
+
+
 def detect_structured(path: str, text: str, *, named: bool) -> ThresholdFile | None:
     """Gates in shapes recognised without configuration; ``named``: the config names the file
     (then hints are given for metric-like literals even when no gate is found).  None for a
@@ -67,7 +72,7 @@ def detect_structured(path: str, text: str, *, named: bool) -> ThresholdFile | N
     unbound = found.hints.unbound()
     if named and not found.gates and not unbound:
         unbound = found.hints.fallback(found.numbers())
-    notes = () if found.gates or unbound else (f"{path}: no numeric value to read as a gate",)
+    notes = () if found.gates or unbound else (nothing_read(path),)
     return ThresholdFile(path=path, gates=tuple(found.gates), unbound=unbound, notes=notes)
 
 
