@@ -288,6 +288,16 @@ class Gate(Frozen):
         """The gate's literal and where it is."""
         return Span(literal=self.literal, start=self.start, end=self.end, line=self.line)
 
+    @property
+    def test(self) -> tuple[str, str] | None:
+        """The one test checking the gate and its class ("" outside one), from ``context``
+        (``TestCls.test_x`` -> ``("test_x", "TestCls")``); None for none or several."""
+        if not self.context or ", " in self.context:
+            return None
+        parts = self.context.split(".")
+        at = next((i for i, p in enumerate(parts) if p.startswith("test")), len(parts) - 1)
+        return parts[at], parts[at - 1] if at else ""
+
 
 COMPARISONS: dict[str, Callable[[Any, Any], Any]] = {
     ">=": operator.ge,

@@ -11,7 +11,14 @@ from collections.abc import Callable, Iterable, Set
 
 from bot.core.models import Run
 
-__all__ = ["closest_keys", "gate_key", "resolve_key", "series_keys", "summary_keys"]
+__all__ = [
+    "closest_keys",
+    "gate_key",
+    "per_test_key",
+    "resolve_key",
+    "series_keys",
+    "summary_keys",
+]
 
 CLOSE_KEYS = 3  # suggestions at most
 CLOSE_CUTOFF = 0.6  # difflib's similarity ratio a suggestion needs
@@ -49,8 +56,28 @@ def resolve_key(metric: str, keys: Set[str]) -> str:
 
 
 def closest_keys(metric: str, keys: Iterable[str]) -> tuple[str, ...]:
-    """The keys most like ``metric`` (difflib's ratio), best first: ``did you mean …?``."""
-    return tuple(difflib.get_close_matches(metric, list(keys), n=CLOSE_KEYS, cutoff=CLOSE_CUTOFF))
+    """The keys ending with ``/metric`` (a bare key read per test or per task: ``score`` ->
+    ``test_bm25/score``), then those most like ``metric`` (difflib's ratio), best first:
+    ``did you mean …?``."""
+    keys = list(keys)
+    suffix = "/" + _path(metric)
+    ending = sorted(k for k in keys if _path(k).endswith(suffix))
+    close = difflib.get_close_matches(metric, keys, n=CLOSE_KEYS, cutoff=CLOSE_CUTOFF)
+    return tuple(dict.fromkeys([*ending, *close]))[:CLOSE_KEYS]
+
+
+def per_test_key(metric: str, test: str, keys: Set[str]) -> str | None:
+    """The one key of ``keys`` ending with ``/metric`` whose other segments name ``test``,
+    the test checking the gate (``test_bm25/score`` or ``bm25/score`` for ``test_bm25``);
+    None when none or several do."""
+    names = {test, test.removeprefix("test_")} - {""}
+    suffix = "/" + _path(metric)
+    found = [
+        k
+        for k in keys
+        if _path(k).endswith(suffix) and names & set(_path(k)[: -len(suffix)].split("/"))
+    ]
+    return found[0] if len(found) == 1 else None
 
 
 def gate_key(metric: str, summary: Set[str], series: Callable[[], Set[str]]) -> str:

@@ -20,7 +20,7 @@ from bot.core.analysis.explain import (
     trend_warning,
 )
 from bot.core.analysis.failures import Diagnosis, failing_streak, tally
-from bot.core.analysis.keys import resolve_key, summary_keys
+from bot.core.analysis.keys import per_test_key, resolve_key, series_keys, summary_keys
 from bot.core.analysis.kinds import (
     Ruling,
     failing,
@@ -261,6 +261,33 @@ def _review_gate(
     return review.model_copy(update={"chart": gate_chart(ctx, change, review, rule)})
 
 
+def _per_test(
+    gates: Sequence[GateChange], keys: frozenset[str], series: frozenset[str]
+) -> tuple[list[GateChange], dict[int, str]]:
+    """``gates`` with a bare metric no run has (``score``) bound to the history's one key
+    for the gate's test ending with it (``test_bm25/score``), and a note per gate bound."""
+    bound: dict[int, str] = {}
+    changed: list[GateChange] = []
+    for index, change in enumerate(gates):
+        head = change.head
+        metric = head.metric
+        known = resolve_key(metric, keys) in keys or resolve_key(metric, series) in series
+        test = head.test
+        key = None if known or test is None else per_test_key(metric, test[0], keys)
+        if key is None or test is None:
+            changed.append(change)
+            continue
+        base = change.base
+        if base is not None and base.metric == metric:
+            base = base.model_copy(update={"metric": key})
+        changed.append(GateChange(head=head.model_copy(update={"metric": key}), base=base))
+        bound[index] = (
+            f"{metric} read as {key}: the history's only key ending with /{metric} "
+            f"for {test[0]} (map it in the config's metrics: to choose another)"
+        )
+    return changed, bound
+
+
 def build_review(
     gates: Sequence[GateChange],
     history: History,
@@ -276,6 +303,7 @@ def build_review(
     ``detected``: the history's regimes and changes when already known (else detected here).
     """
     runs = history.finished
+    gates, bound = _per_test(gates, summary_keys(runs), series_keys(runs))
     if detected is None:
         keys = summary_keys(runs)
         gated = [resolve_key(c.head.metric, keys) for c in gates]
@@ -286,6 +314,10 @@ def build_review(
         runs, list(regimes), list(changes), len(history.runs), unfinished, history.not_numbers
     )
     reviews = tuple(_review_gate(ctx, change, rule, history.source) for change in gates)
+    reviews = tuple(
+        r.model_copy(update={"notes": (*r.notes, note)}) if (note := bound.get(i)) else r
+        for i, r in enumerate(reviews)
+    )
     notes = [*warnings, *history.warnings]
     if not history.runs:
         notes.append("the history is empty: it has no runs")

@@ -110,6 +110,20 @@ def _metric_names(config: RepoConfig, decls: list[tuple[int, FileDecl]]) -> dict
     return names
 
 
+def _per_test(template: str | None, gate: Gate) -> str:
+    """The history key ``template`` (the config's name for the gate's metric) gives, with
+    ``{test}`` / ``{class}`` filled from the one test checking the gate; the metric as
+    written when there is no template or it names a part the gate has not."""
+    if template is None:
+        return gate.metric
+    if "{test}" not in template and "{class}" not in template:
+        return template
+    test = gate.test
+    if test is None or ("{class}" in template and not test[1]):
+        return gate.metric
+    return template.replace("{test}", test[0]).replace("{class}", test[1])
+
+
 def _default_tolerance(config: RepoConfig, decls: list[tuple[int, FileDecl]]) -> Tolerance | None:
     """The numeric tolerance the config sets for the file's reference gates (first entry
     naming one, else the config's ``tolerance``); keys naming file values are the parsers'."""
@@ -143,7 +157,7 @@ def _finish(
         if resolved is None:
             resolved = _declared_source(config, gate.pattern, decls, named_in_file)
             by_pattern[gate.pattern] = resolved
-        update: dict[str, object] = {"metric": names.get(gate.metric, gate.metric)}
+        update: dict[str, object] = {"metric": _per_test(names.get(gate.metric), gate)}
         if gate.name in ignored and not gate.ignored:
             update["ignored"] = "listed under 'ignore' in the config"
         if gate.kind == "reference" and gate.tolerance is None and tolerance is not None:
