@@ -150,6 +150,56 @@ def test_set_up_class_attributes_and_dicts_looped_over_are_gates() -> None:
     assert [u.name for u in found.unbound] == ["min_recall"]  # assigned twice: a hint
 
 
+DATACLASS = """
+from dataclasses import dataclass
+import unittest
+
+import pytest
+
+
+@dataclass
+class Floors:
+    min_accuracy: float = 0.71
+    max_loss: float = 1.9
+
+
+@pytest.fixture
+def stricter():
+    return Floors(min_accuracy=0.74)
+
+
+@pytest.fixture
+def defaults():
+    return Floors()
+
+
+def test_classifier(stricter, defaults):
+    m = run()
+    assert m["accuracy"] >= stricter.min_accuracy
+    assert m["loss"] <= defaults.max_loss
+
+
+class TestOverride(unittest.TestCase):
+    min_bleu = 20.0
+
+    def setUp(self):
+        self.min_bleu = 25.0
+
+    def test_bleu(self):
+        self.assertGreaterEqual(score()["bleu"], self.min_bleu)
+"""
+
+
+def test_a_field_given_when_the_object_is_built_wins_over_its_default() -> None:
+    found = _found(DATACLASS)
+    assert {(g.metric, g.op, g.literal) for g in found.gates} == {
+        ("accuracy", ">=", "0.74"),
+        ("loss", "<=", "1.9"),
+    }
+    hint = next(u for u in found.unbound if u.name == "min_bleu")  # class default, then setUp
+    assert "assigned 2 times" in hint.reason
+
+
 LOCAL_DICT = """
 import unittest
 

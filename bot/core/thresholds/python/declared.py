@@ -72,7 +72,7 @@ class Declared:
                 return f"{len(scopes)} functions or classes have it ({names}): name the class too"
         name = parts[-1]
         for scope in self.module.scopes:
-            written = scope.assigned.get(name) or scope.attrs.get(name) or []
+            written = [*scope.assigned.get(name, []), *scope.attrs.get(name, [])]
             if len(written) > 1:
                 return f"{name} is assigned {len(written)} times in this file"
         return "no constant assigned a number exactly once has that name in this file"

@@ -63,7 +63,7 @@ class Resolver:
             return None
         self._busy.add(key)
         found: Value | None = None
-        written = scope.assigned.get(name) or scope.attrs.get(name) or []
+        written = [*scope.assigned.get(name, []), *scope.attrs.get(name, [])]
         if len(written) == 1 and written[0] is not None:
             inner = self.value(written[0], At(scope), depth + 1)
             qualified = scope.qualify(name)
@@ -114,8 +114,9 @@ class Resolver:
             child = scope.children.get(node.func.id) if scope else None
             if scope is None or child is None:
                 return None
-            if child.kind == "class":
-                return child
+            if child.kind == "class":  # built with arguments: a field may be one of them
+                plain = not node.args and not node.keywords
+                return child if plain or "__init__" in child.children else None
             returned = scope.returns.get(node.func.id)
             return self._instance(returned, At(child), depth + 1) if returned else None
         written: list[ast.expr | None] = []
@@ -147,8 +148,8 @@ class Resolver:
         elif isinstance(node, ast.Attribute) and (owner := self._class(node.value, at)):
             owner = self.member(owner, node.attr)
             scope, name = owner, node.attr
-            written = owner.assigned.get(name) or owner.attrs.get(name) or []
-            lines = owner.lines.get(name) or owner.attr_lines.get(name) or []
+            written = [*owner.assigned.get(name, []), *owner.attrs.get(name, [])]
+            lines = sorted([*owner.lines.get(name, []), *owner.attr_lines.get(name, [])])
         else:
             return None
         if scope is None or not written:
