@@ -76,8 +76,8 @@ def test_a_template_that_cannot_be_filled_leaves_the_name_as_written() -> None:
     assert "{" not in "".join(found.values())
 
 
-def _review(tmp_path: Path, summary: dict[str, float]) -> dict[str, Any]:
-    (tmp_path / "test_rankers.py").write_text(RANKERS)
+def _review(tmp_path: Path, summary: dict[str, float], text: str = RANKERS) -> dict[str, Any]:
+    (tmp_path / "test_rankers.py").write_text(text)
     runs = [
         {"id": f"r{i}", "created_at": f"2026-11-0{i}T00:00:00Z", "summary": summary}
         for i in range(1, 4)
@@ -121,11 +121,36 @@ def test_a_bare_key_the_history_has_is_kept(tmp_path: Path) -> None:
     assert set(metrics.values()) == {"recall_at_5"}
 
 
+CASES = """
+import pytest
+
+FLOORS = {"colbert": 0.52, "splade": 0.49}
+
+
+@pytest.mark.parametrize("ranker", ["colbert", "splade"])
+def test_retrieval(ranker):
+    m = rank_passages(ranker)
+    assert m["recall_at_5"] >= FLOORS[ranker]
+"""
+
+
+def test_without_config_a_parametrized_case_reads_the_key_named_by_its_id(
+    tmp_path: Path,
+) -> None:
+    summary = {"colbert/recall_at_5": 0.6, "splade/recall_at_5": 0.55, "bm25/recall_at_5": 0.4}
+    gates = _review(tmp_path, summary, CASES)["gates"]
+    assert {g["name"]: g["metric"] for g in gates} == {
+        "FLOORS[colbert]": "colbert/recall_at_5",
+        "FLOORS[splade]": "splade/recall_at_5",
+    }
+
+
 def test_per_test_key_matches_whole_segments_only() -> None:
     keys = frozenset({"test_dense_v2/recall_at_5", "nodense/recall_at_5", "dense/precision"})
-    assert per_test_key("recall_at_5", "test_dense", keys) is None
+    names = {"test_dense", "dense"}
+    assert per_test_key("recall_at_5", names, keys) is None
     keys |= {"runs/dense/recall_at_5"}
-    assert per_test_key("recall_at_5", "test_dense", keys) == "runs/dense/recall_at_5"
+    assert per_test_key("recall_at_5", names, keys) == "runs/dense/recall_at_5"
 
 
 def test_the_test_of_a_gate_is_its_one_checking_test() -> None:

@@ -66,16 +66,16 @@ def closest_keys(metric: str, keys: Iterable[str]) -> tuple[str, ...]:
     return tuple(dict.fromkeys([*ending, *close]))[:CLOSE_KEYS]
 
 
-def per_test_key(metric: str, test: str, keys: Set[str]) -> str | None:
-    """The one key of ``keys`` ending with ``/metric`` whose other segments name ``test``,
-    the test checking the gate (``test_bm25/score`` or ``bm25/score`` for ``test_bm25``);
-    None when none or several do."""
-    names = {test, test.removeprefix("test_")} - {""}
+def per_test_key(metric: str, names: Iterable[str], keys: Set[str]) -> str | None:
+    """The one key of ``keys`` ending with ``/metric`` whose other segments include one of
+    ``names``, the names of the test checking the gate (``test_bm25/score`` or
+    ``bm25/score`` for ``test_bm25``); None when none or several do."""
+    wanted = set(names) - {""}
     suffix = "/" + _path(metric)
     found = [
         k
         for k in keys
-        if _path(k).endswith(suffix) and names & set(_path(k)[: -len(suffix)].split("/"))
+        if _path(k).endswith(suffix) and wanted & set(_path(k)[: -len(suffix)].split("/"))
     ]
     return found[0] if len(found) == 1 else None
 

@@ -261,6 +261,17 @@ def _review_gate(
     return review.model_copy(update={"chart": gate_chart(ctx, change, review, rule)})
 
 
+def _names(gate: Gate) -> set[str]:
+    """What a per-test history key may call the test checking ``gate``: its name, without
+    ``test_``, and the id of its case (``test_x[bm25]``, ``FLOORS[bm25]``: ``bm25``)."""
+    test = gate.test[0] if gate.test else ""
+    names = {test, test.removeprefix("test_")}
+    case = gate.name.rstrip("]").rpartition("[")[2] if gate.name.endswith("]") else ""
+    if case != gate.metric and not case.isdigit():
+        names.add(case)
+    return names
+
+
 def _per_test(
     gates: Sequence[GateChange], keys: frozenset[str], series: frozenset[str]
 ) -> tuple[list[GateChange], dict[int, str]]:
@@ -273,7 +284,7 @@ def _per_test(
         metric = head.metric
         known = resolve_key(metric, keys) in keys or resolve_key(metric, series) in series
         test = head.test
-        key = None if known or test is None else per_test_key(metric, test[0], keys)
+        key = None if known or test is None else per_test_key(metric, _names(head), keys)
         if key is None or test is None:
             changed.append(change)
             continue
