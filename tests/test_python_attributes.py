@@ -200,6 +200,48 @@ def test_a_field_given_when_the_object_is_built_wins_over_its_default() -> None:
     assert "assigned 2 times" in hint.reason
 
 
+FIXTURES = """
+import pytest
+
+
+class TestVision:
+    @pytest.fixture
+    def floors(self):
+        return {"top1": 0.761, "top5": 0.929}
+
+    def test_imagenet(self, floors):
+        acc = evaluate()
+        assert acc["top1"] >= floors["top1"]
+
+
+@pytest.fixture(scope="module")
+def budget():
+    limits = {"latency_p99_ms": 95.0}
+    server = start()
+    yield limits
+    server.stop()
+
+
+@pytest.fixture
+def stream():
+    for chunk in read():
+        yield {"tokens_per_s": 350.0}
+
+
+def test_latency(budget, stream):
+    stats = bench()
+    assert stats["latency_p99_ms"] <= budget["latency_p99_ms"]
+    assert stats["tokens_per_s"] >= stream["tokens_per_s"]
+"""
+
+
+def test_a_fixture_of_the_class_or_one_that_yields_gives_its_value() -> None:
+    assert _rows(_found(FIXTURES)) == {
+        ("TestVision.floors[top1]", "top1", ">=", "0.761"),
+        ("budget.limits[latency_p99_ms]", "latency_p99_ms", "<=", "95.0"),
+    }  # not the fixture yielding in a loop: which value a test gets is not one literal
+
+
 LOCAL_DICT = """
 import unittest
 

@@ -61,28 +61,39 @@ class _Walker:
         env: dict[str, Binding] = {}
         if scope.kind == "function" and scope.parent is not None:
             assert isinstance(scope.node, ast.FunctionDef | ast.AsyncFunctionDef)
-            env = self.fixtures(scope.node)
+            env = self.fixtures(scope)
             env |= callers(scope, self.module, self.loops.resolver)
             env |= self.loops.parametrize(scope.node, At(scope.parent), scope.name)
         context = scope.name
         self.body(scope.node.body, At(scope, env), context)
 
-    def fixtures(self, node: ast.FunctionDef | ast.AsyncFunctionDef) -> dict[str, Binding]:
-        """A test's parameters that name a fixture of the module returning a value
-        (``@pytest.fixture def tolerance(): return 0.015``): that value, named after it."""
+    def fixtures(self, scope: Scope) -> dict[str, Binding]:
+        """A test's parameters that name a fixture of its class or of the module returning
+        (or yielding) a value (``@pytest.fixture def tolerance(): return 0.015``): that
+        value, named after it."""
+        assert isinstance(scope.node, ast.FunctionDef | ast.AsyncFunctionDef)
         module = self.module.module
+        parent = scope.parent
+        owner = (
+            parent if parent is not None and parent.kind == "class" and scope.self_name else None
+        )
         found: dict[str, Binding] = {}
-        for arg in node.args.args:
-            fixture = module.children.get(arg.arg)
-            if fixture is None or arg.arg not in module.returns:
-                continue
-            decorators = getattr(fixture.node, "decorator_list", [])
-            if any(
-                dotted(d.func if isinstance(d, ast.Call) else d).endswith("fixture")
-                for d in decorators
-            ):
-                call = ast.Call(ast.Name(arg.arg, ast.Load()), [], [])
-                found[arg.arg] = Alias(call, module)
+        for arg in scope.node.args.args:
+            for holder in (owner, module):
+                fixture = holder.children.get(arg.arg) if holder else None
+                if holder is None or fixture is None or arg.arg not in holder.returns:
+                    continue
+                decorators = getattr(fixture.node, "decorator_list", [])
+                if any(
+                    dotted(d.func if isinstance(d, ast.Call) else d).endswith("fixture")
+                    for d in decorators
+                ):
+                    func: ast.expr = ast.Name(arg.arg, ast.Load())
+                    if holder is owner:  # a method: self.fixture(), read in the test
+                        func = ast.Attribute(ast.Name(scope.self_name, ast.Load()), arg.arg)
+                    call = ast.Call(func, [], [])
+                    found[arg.arg] = Alias(call, scope if holder is owner else module)
+                break
         return found
 
     def body(self, statements: Sequence[ast.stmt], at: At, context: str) -> None:

@@ -263,8 +263,9 @@ class Resolver:
                 owner = self.member(owner, last) if owner else None
                 returned = owner.returns.get(last) if owner else None
             if returned is not None:
-                value = self.value(returned, At(at.scope), depth + 1)
                 where = (scope if isinstance(node.func, ast.Name) else owner) or at.scope
+                inside = At(where.children.get(last, at.scope))  # its locals, then outward
+                value = self.value(returned, inside, depth + 1)
                 return named(value, where.qualify(last), "") if value is not None else None
         if node.keywords and (last[:1].isupper() or last == "dict") and not node.args:
             fields = [(k.arg, self.value(k.value, at, depth + 1)) for k in node.keywords if k.arg]

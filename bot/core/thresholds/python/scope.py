@@ -4,7 +4,8 @@ A name is a constant of its scope when the scope assigns it exactly once, as ``N
 (or ``NAME: T = expr``); any other store (a second assignment, ``+=``, a ``for`` target, an
 import, ``global NAME`` in a function) makes it a variable.  For classes the pass also records
 ``self.NAME = expr`` in their methods, and for every scope the functions whose body is one
-``return <expr>`` (``def expected_losses(self): return [10.5, 10.4]``).  Uses of names
+``return <expr>`` (``def expected_losses(self): return [10.5, 10.4]``) and the fixtures
+whose one exit is a ``return`` or ``yield`` at the top of their body.  Uses of names
 (passed to a call, compared, used otherwise) are kept, a few per name, to explain hints.
 
 The traversal is iterative: a deeply nested expression cannot exhaust the Python stack.
@@ -103,12 +104,25 @@ def dotted(node: ast.expr) -> str:
 
 
 def _returned(node: ast.FunctionDef | ast.AsyncFunctionDef) -> ast.expr | None:
+    """What a function that only returns a value returns; for a pytest fixture, the value
+    of its one ``return`` or ``yield`` at the top of its body (what a test receives)."""
     body = node.body
     if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant):
         body = body[1:]  # the docstring
     if len(body) == 1 and isinstance(body[0], ast.Return) and body[0].value is not None:
         return body[0].value
-    return None
+    if not any(
+        dotted(d.func if isinstance(d, ast.Call) else d).endswith("fixture")
+        for d in node.decorator_list
+    ):
+        return None
+    given = [
+        s.value.value if isinstance(s, ast.Expr) and isinstance(s.value, ast.Yield) else s.value
+        for s in body
+        if isinstance(s, ast.Return) or (isinstance(s, ast.Expr) and isinstance(s.value, ast.Yield))
+    ]
+    exits = sum(isinstance(n, ast.Return | ast.Yield | ast.YieldFrom) for n in ast.walk(node))
+    return given[0] if len(given) == exits == 1 else None
 
 
 class _Builder:
