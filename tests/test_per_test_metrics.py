@@ -102,23 +102,34 @@ def test_without_config_each_test_reads_the_history_key_ending_with_its_bare_key
         "eval/mrr": 0.5,
     }
     gates = {g["old_literal"]: g for g in _review(tmp_path, summary)["gates"]}
-    metrics = {literal: g["metric"] for literal, g in gates.items()}
-    assert metrics == {
+    assert {g["metric"] for g in gates.values()} == {"recall_at_5"}  # as found: pairs with it
+    assert {literal: _read_as(g) for literal, g in gates.items()} == {
         "0.61": "test_sparse/recall_at_5",
         "0.74": "dense/recall_at_5",
-        "0.79": "recall_at_5",  # no key names test_hybrid
-        "0.83": "recall_at_5",
+        "0.79": None,  # no key names test_hybrid
+        "0.83": None,  # two keys name test_cross_encoder
     }
     assert gates["0.74"]["window_min"] == pytest.approx(0.78)  # the key's values were read
-    note = "recall_at_5 read as dense/recall_at_5: the history's only key ending with"
-    assert any(n.startswith(note) for n in gates["0.74"]["notes"])
+    assert gates["0.61"]["window_min"] == pytest.approx(0.65)
     assert gates["0.79"]["window_min"] is None
+
+
+def _read_as(gate: dict[str, Any]) -> str | None:
+    """The key a gate's note says it was read from."""
+    prefix = f"{gate['metric']} read as "
+    notes = [n.removeprefix(prefix) for n in gate["notes"] if n.startswith(prefix)]
+    if not notes:
+        return None
+    key, _, why = notes[0].partition(": ")
+    assert why.startswith(f"the history's only key ending with /{gate['metric']} for test_")
+    return key
 
 
 def test_a_bare_key_the_history_has_is_kept(tmp_path: Path) -> None:
     summary = {"recall_at_5": 0.8, "test_sparse/recall_at_5": 0.65}
-    metrics = {g["old_literal"]: g["metric"] for g in _review(tmp_path, summary)["gates"]}
-    assert set(metrics.values()) == {"recall_at_5"}
+    gates = _review(tmp_path, summary)["gates"]
+    assert [_read_as(g) for g in gates] == [None] * 4
+    assert {g["window_min"] for g in gates} == {0.8}
 
 
 CASES = """
@@ -139,10 +150,11 @@ def test_without_config_a_parametrized_case_reads_the_key_named_by_its_id(
 ) -> None:
     summary = {"colbert/recall_at_5": 0.6, "splade/recall_at_5": 0.55, "bm25/recall_at_5": 0.4}
     gates = _review(tmp_path, summary, CASES)["gates"]
-    assert {g["name"]: g["metric"] for g in gates} == {
+    assert {g["name"]: _read_as(g) for g in gates} == {
         "FLOORS[colbert]": "colbert/recall_at_5",
         "FLOORS[splade]": "splade/recall_at_5",
     }
+    assert sorted(g["window_min"] for g in gates) == [0.55, 0.6]
 
 
 def test_per_test_key_matches_whole_segments_only() -> None:

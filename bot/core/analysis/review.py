@@ -275,8 +275,9 @@ def _names(gate: Gate) -> set[str]:
 def _per_test(
     gates: Sequence[GateChange], keys: frozenset[str], series: frozenset[str]
 ) -> tuple[list[GateChange], dict[int, str]]:
-    """``gates`` with a bare metric no run has (``score``) bound to the history's one key
-    for the gate's test ending with it (``test_bm25/score``), and a note per gate bound."""
+    """``gates`` with a bare metric no run has (``score``) read from the history's one key
+    for the gate's test ending with it (``test_bm25/score``), and a note per gate bound (by
+    position); the reviews keep the metric as found."""
     bound: dict[int, str] = {}
     changed: list[GateChange] = []
     for index, change in enumerate(gates):
@@ -314,6 +315,7 @@ def build_review(
     ``detected``: the history's regimes and changes when already known (else detected here).
     """
     runs = history.finished
+    written = [c.head.metric for c in gates]
     gates, bound = _per_test(gates, summary_keys(runs), series_keys(runs))
     if detected is None:
         keys = summary_keys(runs)
@@ -326,9 +328,11 @@ def build_review(
     )
     reviews = tuple(_review_gate(ctx, change, rule, history.source) for change in gates)
     reviews = tuple(
-        r.model_copy(update={"notes": (*r.notes, note)}) if (note := bound.get(i)) else r
+        r.model_copy(update={"metric": written[i], "notes": (*r.notes, note)})
+        if (note := bound.get(i))
+        else r
         for i, r in enumerate(reviews)
-    )
+    )  # a gate keeps its metric as found (features pair reviews with gates by it)
     notes = [*warnings, *history.warnings]
     if not history.runs:
         notes.append("the history is empty: it has no runs")
@@ -344,7 +348,10 @@ def build_review(
         source=history.source,
         unbound=tuple(unbound),
         warnings=tuple(notes),
-        metric_charts=metric_charts(ctx, [ctx.key(g.metric) for g in reviews if not g.ignored]),
+        metric_charts=metric_charts(
+            ctx,
+            [ctx.key(c.head.metric) for c, r in zip(gates, reviews, strict=True) if not r.ignored],
+        ),
     )
 
 
