@@ -32,6 +32,7 @@ from bot.core.bounded import collector_paused
 from bot.core.config import FileDecl, GateDecl, RepoConfig
 from bot.core.models import SIDES_OPS, Coupled, Gate, GateKind, Op, Span, Tolerance
 from bot.core.thresholds.errors import ThresholdFileError
+from bot.core.thresholds.structured.entries import Entry, entry_of
 from bot.core.thresholds.structured.literals import (
     IGNORED_IN_CONFIG,
     IGNORED_IN_FILE,
@@ -218,7 +219,12 @@ class _Declared:
         except LookupError as exc:
             raise self._fail(match, f"{path}: {exc.args[0]}") from None
 
-    def _gate(self, match: Match, name: str, path: str) -> Gate:
+    def _gate(self, match: Match, name: str, path: str, named_by: Match | None = None) -> Gate:
+        """The gate on the literal ``match`` reaches (on an entry's value, for an entry); its
+        metric from the template over ``named_by`` (default: ``match``)."""
+        entry = entry_of(match.node) if type(match.node) is dict else None
+        if entry is not None:
+            return self._entry_gate(match, name, entry)
         span = literal_at(self.located, match.node, path)
         ignored = IGNORED_IN_CONFIG if self.decl.ignore else ""
         if not ignored and marked_ignore(self.located, span.line):
@@ -235,13 +241,49 @@ class _Declared:
             name=name,
             file=self.located.path,
             line=span.line,
-            metric=self._expand(self.metric, match, path),
+            metric=self._expand(self.metric, named_by or match, path),
             op=self.op,
             value=number(span),
             literal=span.literal,
             start=span.start,
             end=span.end,
             **extra,  # type: ignore[arg-type]
+        )
+
+    def _entry_gate(self, match: Match, name: str, entry: Entry) -> Gate:
+        """A key holding an entry (``fid: {value: 14.2, rtol: 0.05}``): the gate on its value,
+        with the entry's own kind, operator and tolerance over the declaration's; the metric
+        is the key's (``{key}`` is ``fid``)."""
+        mapping: dict[str, Node] = match.node  # type: ignore[assignment]
+        hop = (mapping, entry.value_key)
+        inner = Match(mapping[entry.value_key], (*match.trail, hop), match.captures)
+        path = self.paths.of(inner.trail)
+        gate = self._gate(inner, name if self.name or self.pattern.exact else path, path, match)
+        kind = entry.kind or self.kind
+        if kind == "limit":
+            op = entry.op if entry.op not in (None, "==") else (self.decl.op or None)
+            if op is None or op == "==":
+                raise self._fail(inner, f"{path}: a limit needs an op (>=, >, <=, <) in the entry")
+        else:
+            op = entry.op or (self.op if self.kind == "reference" else "==")
+        update: dict[str, object] = {"kind": kind, "op": op}
+        if kind == "limit":
+            update["tolerance"] = None
+        elif entry.tolerance:
+            update["tolerance"] = self._entry_tolerance(inner, path, entry)
+        return gate.model_copy(update=update)
+
+    def _entry_tolerance(self, inner: Match, path: str, entry: Entry) -> Tolerance:
+        spans = {
+            side: self._beside(inner, path, key, "tolerance key")[0]
+            for side, key in entry.tolerance.items()
+        }
+        rel, absolute = spans.get("rel"), spans.get("abs")
+        return Tolerance(
+            rel=number(rel) if rel else None,
+            abs=number(absolute) if absolute else None,
+            rel_span=rel,
+            abs_span=absolute,
         )
 
     def _tolerance(self, match: Match, path: str) -> Tolerance | None:
