@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 from bot.core.models import GateKind, Op
 from bot.core.thresholds.structured.key_words import GOAL_FIELDS, OP_FIELDS, parse_op
-from bot.core.thresholds.structured.patterns import leaf_of, leaf_value
+from bot.core.thresholds.structured.patterns import leaf_value
 from bot.core.thresholds.structured.tree import Node
 
 VALUE_KEYS = ("value", "expected", "reference")
@@ -46,7 +46,7 @@ class Entry:
 
 def entry_of(mapping: dict[str, Node]) -> Entry | None:
     """The entry a mapping is, or None when no value field holds a single value (a leaf)."""
-    value_key = next((k for k in VALUE_KEYS if leaf_of(mapping.get(k)) is not None), None)
+    value_key = next((k for k in VALUE_KEYS if leaf_value(mapping.get(k)) is not None), None)
     if value_key is None:
         return None
     kind_text = leaf_value(mapping.get("kind"))
@@ -58,7 +58,7 @@ def entry_of(mapping: dict[str, Node]) -> Entry | None:
             break
     tolerance = {}
     for side, names in TOLERANCE_KEYS:
-        found = next((n for n in names if leaf_of(mapping.get(n)) is not None), None)
+        found = next((n for n in names if leaf_value(mapping.get(n)) is not None), None)
         if found is not None:
             tolerance[side] = found
     return Entry(value_key, kind, op, tolerance)
