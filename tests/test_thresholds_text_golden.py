@@ -251,3 +251,34 @@ def test_review_reads_a_configured_text_golden(
         "reference",
     )
     assert yaml.safe_load(PPL_CONFIG)["files"][0]["steps"]["start"] == 1000
+
+
+ZIP_READER = """\
+import json
+from pathlib import Path
+
+CURVE = Path("ci") / "baseline_grad_norm.dat"
+
+
+def test_grad_norm(history):
+    for step, ref in zip(range(50, 1000, 50), CURVE.read_text().split()):
+        got = history.get("optim/grad_norm")[step]
+        assert abs(got - float(ref)) <= 0.2
+"""
+FLAG_READER = """\
+#!/usr/bin/env bash
+python tools/compare_curve.py --actual out/bpb.txt --golden ci/golden/bpb.txt --rtol=0.01
+"""
+
+
+def test_zip_with_a_range_gives_first_step_and_interval_and_abs_tolerance() -> None:
+    gate = _one(_found("ci/baseline_grad_norm.dat", "1.8\n1.2\n", tests__test_gn_DOT_py=ZIP_READER))
+    assert gate.metric == "optim/grad_norm"
+    assert [p.step for p in gate.points] == [50, 100]
+    assert gate.tolerance is not None and (gate.tolerance.abs, gate.tolerance.rel) == (0.2, None)
+
+
+def test_shell_reader_passing_a_tolerance_flag() -> None:
+    gate = _one(_found("ci/golden/bpb.txt", "0 1.02\n10 0.97\n", ci__curve_DOT_sh=FLAG_READER))
+    assert gate.metric == "bpb"
+    assert gate.tolerance is not None and gate.tolerance.rel == 0.01

@@ -13,10 +13,12 @@ imported or executed:
   the difference is divided).  The other operand names the metric: the one string key it
   (or a name it is assigned from, up to ``MAX_HOPS`` assignments back) reads,
   ``logs["lm_loss"]`` -> ``lm_loss``.  ``for i, ref in enumerate(<golden>)`` with
-  ``step = START + i * INTERVAL`` gives a list's first step and interval.  Numbers are
+  ``step = START + i * INTERVAL``, or ``zip(range(START, STOP, INTERVAL), <golden>)``, gives
+  a list's first step and interval.  Numbers are
   literals or module-level constants.
-* Shell (the project's lexer): a number assigned to a variable (or passed as ``-v tol=…``)
-  whose name says tolerance (``TOL``, ``LOSS_ATOL``: absolute; ``RTOL``: relative).
+* Shell (the project's lexer): a number assigned to a variable, or passed as ``-v tol=…``,
+  ``--rtol=0.01`` or ``--tol 0.03``, whose name says tolerance (``TOL``, ``LOSS_ATOL``,
+  ``--tol``: absolute; ``RTOL``, ``--rtol``: relative).
 
 Bounds: readers of more than ``MAX_READER_CHARS`` characters are skipped, at most
 ``MAX_READERS`` are looked at, name propagation runs at most ``MAX_ROUNDS`` rounds over the
@@ -234,11 +236,29 @@ def _difference(node: ast.expr) -> tuple[ast.expr, ast.expr, bool] | None:
     return None
 
 
+def _range(module: _Module, node: ast.expr) -> tuple[int, int] | None:
+    """(start, step) of ``range(stop)``, ``range(start, stop)``, ``range(start, stop, step)``
+    with numbers the reader writes."""
+    if not isinstance(node, ast.Call) or _name(node.func) != "range" or not node.args:
+        return None
+    args = [_int(module, a) for a in node.args]
+    if any(a is None for a in args) or len(args) > 3:
+        return None
+    start = args[0] if len(args) > 1 else 0
+    step = args[2] if len(args) == 3 else 1
+    return (start, step) if start is not None and step is not None and step > 0 else None
+
+
 def _steps(module: _Module, carrying: set[str]) -> tuple[int | None, int | None]:
-    """``for i, ref in enumerate(<golden>)`` and ``START + i * INTERVAL`` in the loop."""
+    """``for i, ref in enumerate(<golden>)`` and ``START + i * INTERVAL`` in the loop, or
+    ``for step, ref in zip(range(START, STOP, INTERVAL), <golden>)``."""
     for loop in ast.walk(module.tree):
         if not isinstance(loop, ast.For) or not isinstance(loop.iter, ast.Call):
             continue
+        if _name(loop.iter.func) == "zip" and any(_targets(a) & carrying for a in loop.iter.args):
+            ranged = next((r for a in loop.iter.args if (r := _range(module, a))), None)
+            if ranged is not None:
+                return ranged
         if _name(loop.iter.func) != "enumerate" or not loop.iter.args:
             continue
         if not _targets(loop.iter.args[0]) & carrying or not isinstance(loop.target, ast.Tuple):
@@ -305,6 +325,12 @@ def _shell(path: str, text: str) -> Reading:
     pairs = [(a.name, a.literal) for a in found.assignments if a.literal is not None]
     for command in found.commands:
         pairs += [pair for word in command if (pair := _assigned(word)) is not None]
+        texts = [word.unquoted() for word in command]
+        pairs += [
+            (flag, value)
+            for flag, value in zip(texts, texts[1:], strict=False)
+            if flag.startswith("-") and _NUMBER.fullmatch(value)
+        ]
     rel = absolute = None
     for variable, literal in pairs:
         words = set(re.split(r"[^a-z]+", variable.lower()))
@@ -319,7 +345,7 @@ def _shell(path: str, text: str) -> Reading:
 
 def _assigned(word: Word) -> tuple[str, str] | None:
     """``name=number`` as one word (``awk -v tol=0.03``)."""
-    text = word.unquoted()
+    text = word.unquoted().lstrip("-")  # -v tol=0.03, --rtol=0.01
     match = ASSIGN.match(text)
     if match is None or not _NUMBER.fullmatch(text[match.end() :]):
         return None
