@@ -31,6 +31,7 @@ import ast
 import re
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, replace
+from itertools import pairwise
 from pathlib import PurePosixPath
 
 from bot.core.models import Tolerance
@@ -328,7 +329,7 @@ def _shell(path: str, text: str) -> Reading:
         texts = [word.unquoted() for word in command]
         pairs += [
             (flag, value)
-            for flag, value in zip(texts, texts[1:], strict=False)
+            for flag, value in pairwise(texts)
             if flag.startswith("-") and _NUMBER.fullmatch(value)
         ]
     rel = absolute = None
