@@ -282,3 +282,37 @@ def test_shell_reader_passing_a_tolerance_flag() -> None:
     gate = _one(_found("ci/golden/bpb.txt", "0 1.02\n10 0.97\n", ci__curve_DOT_sh=FLAG_READER))
     assert gate.metric == "bpb"
     assert gate.tolerance is not None and gate.tolerance.rel == 0.01
+
+
+UNITTEST_READER = """\
+import unittest
+
+import numpy as np
+
+EXPECTED = "tests/assets/expected_flops_util.txt"
+
+
+class MfuTest(unittest.TestCase):
+    def test_mfu(self):
+        want = np.loadtxt(EXPECTED)
+        stats = self.run_bench()
+        self.assertAlmostEqual(stats["mfu"], float(want[-1]), delta=0.015)
+
+    def test_curve(self):
+        want = np.loadtxt(EXPECTED)
+        got = np.array(self.run_bench()["mfu_per_step"])
+        worst = np.max(np.abs(got - want))
+        assert worst <= 0.02
+"""
+
+
+def test_unittest_reader_and_a_worst_difference() -> None:
+    gate = _one(
+        _found("tests/assets/expected_flops_util.txt", "0.41\n0.43\n", t__t_DOT_py=UNITTEST_READER)
+    )
+    assert gate.metric == "mfu"  # the first comparison: assertAlmostEqual with delta
+    assert gate.tolerance is not None and gate.tolerance.abs == 0.015
+    second = UNITTEST_READER.replace("self.assertAlmostEqual", "print")
+    gate = _one(_found("tests/assets/expected_flops_util.txt", "0.41\n0.43\n", t__t_DOT_py=second))
+    assert gate.metric == "mfu_per_step"
+    assert gate.tolerance is not None and gate.tolerance.abs == 0.02

@@ -9,9 +9,11 @@ imported or executed:
   from them (``golden = np.loadtxt(GOLDEN)``, ``for i, ref in enumerate(expected)``) carry
   the golden.  The first comparison with such a name as an operand gives the reading:
   ``assert_allclose`` / ``allclose`` / ``isclose`` / ``assert_close`` (``rtol`` / ``atol``),
-  ``x == pytest.approx(ref, rel=…, abs=…)``, ``abs(a - b) <= TOL`` (absolute; relative when
-  the difference is divided).  The other operand names the metric: the one string key it
-  (or a name it is assigned from, up to ``MAX_HOPS`` assignments back) reads,
+  ``assertAlmostEqual`` (``delta``), ``x == pytest.approx(ref, rel=…, abs=…)``,
+  ``abs(a - b) <= TOL`` (absolute; relative when the difference is divided; also inside a
+  reduction, ``np.max(np.abs(a - b))``, or through a name assigned one).  The other operand
+  names the metric: the one string key it (or a name it is assigned from, up to
+  ``MAX_HOPS`` assignments back) reads,
   ``logs["lm_loss"]`` -> ``lm_loss``.  ``for i, ref in enumerate(<golden>)`` with
   ``step = START + i * INTERVAL``, or ``zip(range(START, STOP, INTERVAL), <golden>)``, gives
   a list's first step and interval.  Numbers are
@@ -46,9 +48,10 @@ MAX_ROUNDS = 8
 MAX_HOPS = 4
 _CLOSE = frozenset(
     {"assert_allclose", "allclose", "isclose", "assert_close", "assert_array_almost_equal"}
+    | {"assertAlmostEqual", "assert_almost_equal"}
 )
 _REL = frozenset({"rtol", "rel", "rel_tol"})
-_ABS = frozenset({"atol", "abs", "abs_tol"})
+_ABS = frozenset({"atol", "abs", "abs_tol", "delta"})
 _KEY = re.compile(r"[A-Za-z_][\w./-]{0,99}")
 _NUMBER = re.compile(NUMBER)
 _SHELL_ABS = frozenset({"tol", "tolerance", "atol", "abstol"})
@@ -218,7 +221,7 @@ def _comparisons(
                 if isinstance(other, ast.Call) and _name(other.func) == "approx" and other.args:
                     yield one, other.args[0], _tolerance(module, other.keywords)
             if isinstance(node.ops[0], ast.Lt | ast.LtE):
-                difference = _difference(left)
+                difference = _difference(module, left)
                 bound = _number(module, right)
                 if difference is not None and bound is not None:
                     a, b, relative = difference
@@ -226,14 +229,21 @@ def _comparisons(
                     yield a, b, tolerance
 
 
-def _difference(node: ast.expr) -> tuple[ast.expr, ast.expr, bool] | None:
-    """``abs(a - b)`` (absolute) or ``abs(a - b) / b`` (relative): a, b and which."""
+def _difference(
+    module: _Module, node: ast.expr, hops: int = 0
+) -> tuple[ast.expr, ast.expr, bool] | None:
+    """``abs(a - b)`` (absolute) or ``abs(a - b) / b`` (relative), also inside a reduction
+    (``np.max(np.abs(a - b))``) or through a name assigned one (``worst``): a, b and which."""
+    if isinstance(node, ast.Name) and hops < MAX_HOPS:
+        values = module.assigned.get(node.id, [])
+        return _difference(module, values[-1], hops + 1) if len(values) == 1 else None
     relative = isinstance(node, ast.BinOp) and isinstance(node.op, ast.Div)
     inner = node.left if isinstance(node, ast.BinOp) and relative else node
-    if isinstance(inner, ast.Call) and _name(inner.func) in ("abs", "fabs") and inner.args:
-        sub = inner.args[0]
-        if isinstance(sub, ast.BinOp) and isinstance(sub.op, ast.Sub):
-            return sub.left, sub.right, relative
+    for call in ast.walk(inner):
+        if isinstance(call, ast.Call) and _name(call.func) in ("abs", "fabs") and call.args:
+            sub = call.args[0]
+            if isinstance(sub, ast.BinOp) and isinstance(sub.op, ast.Sub):
+                return sub.left, sub.right, relative
     return None
 
 
