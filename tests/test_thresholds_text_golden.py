@@ -316,3 +316,13 @@ def test_unittest_reader_and_a_worst_difference() -> None:
     gate = _one(_found("tests/assets/expected_flops_util.txt", "0.41\n0.43\n", t__t_DOT_py=second))
     assert gate.metric == "mfu_per_step"
     assert gate.tolerance is not None and gate.tolerance.abs == 0.02
+
+
+def test_readers_are_bounded() -> None:
+    chain = "".join(f"v{i} = v{i - 1} + v{i - 1} + v{i - 1}\n" for i in range(1, 1500))
+    reader = f'v0 = "golden_wer_curve.txt"\n{chain}assert abs(out["wer"] - v1499) <= 0.1\n'
+    gate = _one(_found("tests/data/golden_wer_curve.txt", STEPWISE, t__a_DOT_py=reader))
+    assert (gate.metric, gate.tolerance and gate.tolerance.abs) == ("wer", 0.1)
+    huge = reader + "#" * 300_000  # over the bound: not followed, the file is a hint
+    found = _found("tests/data/golden_wer_curve.txt", STEPWISE, t__a_DOT_py=huge)
+    assert found is not None and found.gates == () and len(found.unbound) == 1

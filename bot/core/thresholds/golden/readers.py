@@ -13,18 +13,17 @@ imported or executed:
   ``abs(a - b) <= TOL`` (absolute; relative when the difference is divided; also inside a
   reduction, ``np.max(np.abs(a - b))``, or through a name assigned one).  The other operand
   names the metric: the one string key it (or a name it is assigned from, up to
-  ``MAX_HOPS`` assignments back) reads,
-  ``logs["lm_loss"]`` -> ``lm_loss``.  ``for i, ref in enumerate(<golden>)`` with
-  ``step = START + i * INTERVAL``, or ``zip(range(START, STOP, INTERVAL), <golden>)``, gives
-  a list's first step and interval.  Numbers are
-  literals or module-level constants.
+  ``MAX_HOPS`` assignments back) reads, ``logs["lm_loss"]`` -> ``lm_loss``.
+  ``for i, ref in enumerate(<golden>)`` with ``step = START + i * INTERVAL``, or
+  ``zip(range(START, STOP, INTERVAL), <golden>)``, gives a list's first step and interval.
+  Numbers are literals or module-level constants.
 * Shell (the project's lexer): a number assigned to a variable, or passed as ``-v tol=…``,
   ``--rtol=0.01`` or ``--tol 0.03``, whose name says tolerance (``TOL``, ``LOSS_ATOL``,
   ``--tol``: absolute; ``RTOL``, ``--rtol``: relative).
 
 Bounds: readers of more than ``MAX_READER_CHARS`` characters are skipped, at most
 ``MAX_READERS`` are looked at, name propagation runs at most ``MAX_ROUNDS`` rounds over the
-assignments, and a metric is followed ``MAX_HOPS`` assignments back.
+assignments, and a metric is followed ``MAX_HOPS`` assignments back, each assignment once.
 """
 
 from __future__ import annotations
@@ -86,7 +85,7 @@ class _Module:
     tree: ast.Module
     constants: dict[str, ast.expr]
     assigned: dict[str, list[ast.expr]]
-    flows: list[tuple[set[str], ast.expr]]  # names assigned, from what
+    flows: list[tuple[set[str], set[str], ast.expr]]  # names assigned, the names read, from
 
 
 def _targets(node: ast.expr) -> set[str]:
@@ -103,7 +102,7 @@ def _module(text: str) -> _Module | None:
         if isinstance(stmt, ast.Assign) and isinstance(stmt.targets[0], ast.Name):
             constants[stmt.targets[0].id] = stmt.value
     assigned: dict[str, list[ast.expr]] = {}
-    flows: list[tuple[set[str], ast.expr]] = []
+    flows: list[tuple[set[str], set[str], ast.expr]] = []
     for node in ast.walk(tree):
         pairs: list[tuple[ast.expr, ast.expr]] = []
         if isinstance(node, ast.Assign):
@@ -116,7 +115,7 @@ def _module(text: str) -> _Module | None:
             pairs = [(node.optional_vars, node.context_expr)]
         for target, value in pairs:
             names = _targets(target)
-            flows.append((names, value))
+            flows.append((names, _targets(value), value))
             if isinstance(target, ast.Name):
                 assigned.setdefault(target.id, []).append(value)
             elif isinstance(target, ast.Tuple) and isinstance(value, ast.Tuple):
@@ -135,14 +134,15 @@ def _mentions(node: ast.AST, name: str) -> bool:
 
 def _carriers(module: _Module, name: str) -> set[str]:
     """The names that carry the golden: bound to its file, or assigned from such a name."""
-    carrying = {t for names, value in module.flows if _mentions(value, name) for t in names}
-    for _ in range(MAX_ROUNDS):
-        more = {
-            t for names, value in module.flows if _targets(value) & carrying for t in names
-        } - carrying
-        if not more:
+    carrying = {t for names, _, value in module.flows if _mentions(value, name) for t in names}
+    for _ in range(MAX_ROUNDS):  # a round follows a chain written in order to its end
+        grew = False
+        for names, read, _ in module.flows:
+            if read & carrying and not names <= carrying:
+                carrying |= names
+                grew = True
+        if not grew:
             break
-        carrying |= more
     return carrying
 
 
@@ -163,30 +163,29 @@ def _int(module: _Module, node: ast.expr | None) -> int | None:
     return int(value) if value is not None and value == int(value) else None
 
 
-def _keys(module: _Module, node: ast.expr, hops: int = 0) -> set[str]:
+def _keys(module: _Module, node: ast.expr) -> set[str]:
     """The string keys an operand reads (``logs["lm_loss"]``, ``.get("acc")``), following
-    the names it uses back through their assignments."""
+    the names it uses back through their assignments, ``MAX_HOPS`` deep; each assigned
+    expression is read once (linear in the file)."""
     found: set[str] = set()
-    for sub in ast.walk(node):
-        key = None
-        if isinstance(sub, ast.Subscript):
-            key = sub.slice
-        elif (
-            isinstance(sub, ast.Call)
-            and isinstance(sub.func, ast.Attribute)
-            and sub.func.attr == "get"
-            and sub.args
-        ):
-            key = sub.args[0]
-        if isinstance(key, ast.Constant) and isinstance(key.value, str):
-            if _KEY.fullmatch(key.value):
-                found.add(key.value)
-        elif isinstance(sub, ast.Name) and hops < MAX_HOPS and sub is not node:
-            for value in module.assigned.get(sub.id, ())[:4]:
-                found |= _keys(module, value, hops + 1)
-    if isinstance(node, ast.Name) and hops < MAX_HOPS:
-        for value in module.assigned.get(node.id, ())[:4]:
-            found |= _keys(module, value, hops + 1)
+    seen: set[int] = set()
+    work: list[tuple[ast.expr, int]] = [(node, 0)]
+    while work:
+        expr, hops = work.pop()
+        if id(expr) in seen:
+            continue
+        seen.add(id(expr))
+        for sub in ast.walk(expr):
+            key = None
+            if isinstance(sub, ast.Subscript):
+                key = sub.slice
+            elif isinstance(sub, ast.Call) and _name(sub.func) == "get" and sub.args:
+                key = sub.args[0]
+            if isinstance(key, ast.Constant) and isinstance(key.value, str):
+                if _KEY.fullmatch(key.value):
+                    found.add(key.value)
+            elif isinstance(sub, ast.Name) and hops < MAX_HOPS:
+                work += [(v, hops + 1) for v in module.assigned.get(sub.id, ())[:4]]
     return found
 
 
