@@ -326,3 +326,10 @@ def test_readers_are_bounded() -> None:
     huge = reader + "#" * 300_000  # over the bound: not followed, the file is a hint
     found = _found("tests/data/golden_wer_curve.txt", STEPWISE, t__a_DOT_py=huge)
     assert found is not None and found.gates == () and len(found.unbound) == 1
+
+
+def test_config_glob_matching_a_text_file_without_a_golden_list_is_a_note() -> None:
+    config = "files: [{path: 'ci/**', kind: reference}]"
+    found = _found("ci/README.txt", "How to refresh the references\n", config)
+    assert found is not None and found.gates == () and found.unbound == ()
+    assert found.notes == ("ci/README.txt:1: not a golden list",)

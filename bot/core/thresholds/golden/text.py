@@ -102,6 +102,7 @@ class _NotGolden(Exception):
     def __init__(self, line: int | None, reason: str) -> None:
         super().__init__(reason)
         self.line, self.reason = line, reason
+        self.after = 0  # the values read before the line
 
 
 def _read(text: str) -> list[_Value]:
@@ -119,9 +120,14 @@ def _read(text: str) -> list[_Value]:
         if tokens:
             if columns == 0:
                 columns = len(tokens)
-            if len(tokens) != columns or columns > 2:
-                raise _NotGolden(number, f"{len(tokens)} columns: a golden list has 1 or 2")
-            values.append(_value(tokens, offset, number))
+            try:
+                if len(tokens) != columns or columns > 2:
+                    reason = f"{len(tokens)} columns: a golden list has 1 or 2"
+                    raise _NotGolden(number, reason)
+                values.append(_value(tokens, offset, number))
+            except _NotGolden as exc:
+                exc.after = len(values)
+                raise
         offset += len(line) + 1
     return values
 
@@ -152,8 +158,9 @@ def parse_text_golden(
 
     ``named``: the config names the file; ``reading``: what the config's ``steps:`` or the
     reading script says (None: no script reads it).  Read as a curve when named or read
-    (``ThresholdFileError`` with the line for text that is not a golden list); else a hint
-    when its name says golden and it is one; else None.
+    (``ThresholdFileError`` with the line for a golden list broken after its first values,
+    one too large, or one a script reads; a note for a named file whose first line already is
+    not one); else a hint when its name says golden and it is one; else None.
     """
     if PurePosixPath(path).suffix.lower() not in TEXT_GOLDEN_SUFFIXES:
         return None
@@ -163,8 +170,10 @@ def parse_text_golden(
     try:
         values = _read(text)
     except _NotGolden as exc:
-        if read:
+        if read and (exc.after or exc.line is None or reading is not None):
             raise ThresholdFileError(path, exc.line, f"not a golden list: {exc.reason}") from None
+        if read:  # a config glob matching a text file that holds no golden list
+            return ThresholdFile(path=path, notes=(f"{path}:{exc.line}: not a golden list",))
         return None
     checked = [v for v in values if v.value is not None]
     if not checked:
