@@ -158,3 +158,41 @@ def test_golden_curve_with_its_own_absolute_tolerance() -> None:
     grad = tolerances["grad norm"]
     assert grad is not None and grad.abs == 0.25 and grad.rel is None
     assert grad.abs_span is not None and text[grad.abs_span.start : grad.abs_span.end] == "0.25"
+
+
+CURVES_YAML = """\
+# golden eval curves of the nightly, one value per eval
+eval_bpb: [1.412, 1.207, .nan, 1.118]
+eval_acc: [0.31, 0.38, 0.41, 0.43]
+"""
+CURVES_CONFIG = """
+files:
+  - path: ci/golden_curves.yaml
+    kind: reference
+    tolerance: {abs: 0.02}
+    steps: {start: 250, interval: 250}
+    gates:
+      - {key: "*", metric: "nightly/{1}"}
+"""
+
+
+def test_declared_list_of_values_is_a_golden_curve_from_the_configured_steps() -> None:
+    found = _read("ci/golden_curves.yaml", CURVES_YAML, CURVES_CONFIG)
+    data = yaml.safe_load(CURVES_YAML)
+    assert [g.metric for g in found.gates] == [f"nightly/{k}" for k in data]
+    bpb, acc = found.gates
+    assert [p.step for p in bpb.points] == [250, 500, 750, 1000]
+    assert [p.value for p in acc.points] == data["eval_acc"]
+    assert bpb.points[2].value is None and bpb.points[2].span.literal == ".nan"
+    assert (bpb.literal, bpb.kind, bpb.op) == ("1.118", "reference", "==")
+    assert bpb.tolerance is not None and bpb.tolerance.abs == 0.02
+    second = acc.points[1].span
+    edited = replace_spans(acc.file, CURVES_YAML, [SpanEdit(second, "0.37", "eval_acc step 500")])
+    assert yaml.safe_load(edited)["eval_acc"] == [0.31, 0.37, 0.41, 0.43]
+
+
+def test_a_declared_list_of_a_limit_is_still_an_error() -> None:
+    config = CURVES_CONFIG.replace("kind: reference", "kind: limit")
+    config = config.replace('"nightly/{1}"}', '"nightly/{1}", op: ">="}')
+    with pytest.raises(Exception, match="is a list, not a number"):
+        _read("ci/golden_curves.yaml", CURVES_YAML, config)

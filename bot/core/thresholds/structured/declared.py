@@ -30,7 +30,7 @@ from decimal import Decimal, InvalidOperation
 
 from bot.core.bounded import collector_paused
 from bot.core.config import FileDecl, GateDecl, RepoConfig
-from bot.core.models import SIDES_OPS, Coupled, Gate, GateKind, Op, Span, Tolerance
+from bot.core.models import SIDES_OPS, Coupled, CurvePoint, Gate, GateKind, Op, Span, Tolerance
 from bot.core.thresholds.errors import ThresholdFileError
 from bot.core.thresholds.structured.entries import Entry, entry_of
 from bot.core.thresholds.structured.literals import (
@@ -64,6 +64,7 @@ from bot.core.thresholds.structured.templates import KeyPaths, Part, expand, par
 from bot.core.thresholds.structured.toml_spans import MAX_TOML_CHARS
 from bot.core.thresholds.structured.tree import Node
 
+_NAN = frozenset({"nan", "null", "~"})  # a golden list's step that is not checked
 __all__ = [  # the suffixes and the TOML bound are discovery's too
     "JSON_SUFFIXES",
     "MAX_TOML_CHARS",
@@ -137,6 +138,7 @@ class _Declared:
         reference_op: Op = SIDES_OPS[sides] if sides else (decl.op or "==")
         self.op: Op = reference_op if self.kind == "reference" else (decl.op or ">=")
         self.tolerance = decl.tolerance or file.tolerance or config.tolerance
+        self.steps = file.steps
         if self.kind == "limit":
             self.tolerance = None
         self._extra: dict[str, object] = {"pattern": where} if where.startswith("files.") else {}
@@ -225,6 +227,8 @@ class _Declared:
         entry = entry_of(match.node) if type(match.node) is dict else None
         if entry is not None:
             return self._entry_gate(match, name, entry)
+        if self.kind == "reference" and type(match.node) is list and len(match.node) > 1:
+            return self._curve_gate(match, name, path)
         span = literal_at(self.located, match.node, path)
         ignored = IGNORED_IN_CONFIG if self.decl.ignore else ""
         if not ignored and marked_ignore(self.located, span.line):
@@ -272,6 +276,57 @@ class _Declared:
         elif entry.tolerance:
             update["tolerance"] = self._entry_tolerance(inner, path, entry)
         return gate.model_copy(update=update)
+
+    def _curve_gate(self, match: Match, name: str, path: str) -> Gate:
+        """A reference holding a list of values: a golden curve, the i-th value at step
+        ``start + i * interval`` (the file entry's ``steps:``, else 0 and 1), ``nan`` /
+        ``.nan`` / ``null`` a step not checked; the gate's literal is the last value."""
+        items: list[Node] = match.node  # type: ignore[assignment]
+        points = []
+        for i, item in enumerate(items):
+            where = f"{path}.{i}"
+            leaf = leaf_of(item)
+            text = leaf_value(item)
+            if leaf is not None and text is not None and text.lower().lstrip(".") in _NAN:
+                scalar = self.located.scalar(leaf, where)
+                raw = self.located.text[scalar.start : scalar.end]
+                span = Span(
+                    literal=raw,
+                    start=scalar.start,
+                    end=scalar.end,
+                    line=self.located.line(scalar.start),
+                )
+                points.append(CurvePoint(step=self._step(i), value=None, span=span))
+                continue
+            literal = literal_at(self.located, item, where)
+            points.append(
+                CurvePoint(step=self._step(i), value=number(literal), span=literal.span())
+            )
+        checked = [p for p in points if p.value is not None]
+        if not checked:
+            raise self._fail(match, f"{path}: every golden value is nan")
+        last = checked[-1].span
+        extra: dict[str, object] = {"kind": "reference", "points": tuple(points)}
+        if self.tolerance is not None and (tolerance := self._tolerance(match, path)):
+            extra["tolerance"] = tolerance
+        if "pattern" in self._extra:
+            extra["pattern"] = self._extra["pattern"]
+        return Gate(
+            name=name,
+            file=self.located.path,
+            line=last.line,
+            metric=self._expand(self.metric, match, path),
+            op=self.op,
+            value=number(last),
+            literal=last.literal,
+            start=last.start,
+            end=last.end,
+            **extra,  # type: ignore[arg-type]
+        )
+
+    def _step(self, index: int) -> int:
+        steps = self.steps
+        return (steps.start + index * steps.interval) if steps else index
 
     def _entry_tolerance(self, inner: Match, path: str, entry: Entry) -> Tolerance:
         spans = {
