@@ -333,3 +333,35 @@ def test_config_glob_matching_a_text_file_without_a_golden_list_is_a_note() -> N
     found = _found("ci/README.txt", "How to refresh the references\n", config)
     assert found is not None and found.gates == () and found.unbound == ()
     assert found.notes == ("ci/README.txt:1: not a golden list",)
+
+
+EXACT_READER = """\
+from pathlib import Path
+
+IDS = Path(__file__).parent / "expected_token_ids.txt"
+
+
+def test_tokenizer_round_trip(tokenizer):
+    expected = [int(x) for x in IDS.read_text().split()]
+    assert tokenizer.encode("hello world") == expected
+"""
+
+
+def test_a_reader_comparing_exactly_leaves_a_hint_not_a_gate() -> None:
+    path = "tests/expected_token_ids.txt"
+    found = _found(path, "15496\n995\n", tests__test_tok_DOT_py=EXACT_READER)
+    assert found is not None and found.gates == ()
+    (hint,) = found.unbound
+    assert hint.literal == "995" and "tests/test_tok.py" in hint.reason
+
+
+def test_a_closeness_check_without_a_tolerance_binds_with_the_configs() -> None:
+    reader = EXACT_READER.replace(
+        'assert tokenizer.encode("hello world") == expected',
+        'np.testing.assert_allclose(tokenizer.stats()["entropy"], expected)',
+    )
+    path = "tests/expected_token_ids.txt"
+    config = "tolerance: {rel: 0.1}"
+    gate = _one(_found(path, "15496\n995\n", config, tests__test_tok_DOT_py=reader))
+    assert gate.metric == "entropy"
+    assert gate.tolerance is not None and gate.tolerance.rel == 0.1

@@ -59,8 +59,8 @@ _SHELL_REL = frozenset({"rtol", "reltol"})
 
 def follow_readers(path: str, related: Mapping[str, str]) -> Reading | None:
     """The reading of the first related file (in path order) that mentions the golden's file
-    name; None when none does.  A reader whose comparison cannot be followed still reads the
-    file: a ``Reading`` with only ``reader`` set."""
+    name; None when none does.  A reader whose comparison with a tolerance cannot be
+    followed gives a ``Reading`` that is not ``compared`` (the file is then a hint)."""
     name = PurePosixPath(path).name
     readers = [p for p in sorted(related) if p != path and len(related[p]) <= MAX_READER_CHARS]
     for other in readers[:MAX_READERS]:
@@ -319,7 +319,7 @@ def _python(text: str, name: str) -> Reading:
         keys = [_keys(module, x) for x in (one, other)]
         metrics = [k for k in keys if len(k) == 1]
         metric = next(iter(metrics[0])) if len(metrics) == 1 else None
-        return Reading(metric=metric, tolerance=tolerance, start=start, interval=interval)
+        return Reading(metric, tolerance, start, interval, compared=True)
     return Reading(start=start, interval=interval)
 
 
@@ -350,7 +350,7 @@ def _shell(path: str, text: str) -> Reading:
             absolute = float(literal)
     if rel is None and absolute is None:
         return Reading()
-    return Reading(tolerance=Tolerance(rel=rel, abs=absolute))
+    return Reading(tolerance=Tolerance(rel=rel, abs=absolute), compared=True)
 
 
 def _assigned(word: Word) -> tuple[str, str] | None:

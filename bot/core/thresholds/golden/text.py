@@ -17,9 +17,10 @@ step that is not checked).  The file is one reference gate (op ``==``, both side
 ``expected_`` / ``golden_`` / ``reference_`` / ``baseline_`` / ``ref_`` (as a prefix or as a
 suffix); its metric is that name unless the reader says otherwise (``Reading``).
 
-Which files: one the config names (``files:``), one a script of the repository reads
-(``golden.readers``), else, when the name says golden / expected / reference / baseline,
-a hint with the config lines that bind it; any other text file is not read.
+Which files: one the config names (``files:``), one a script of the repository compares
+with a tolerance (``golden.readers``), else, when a script reads it or its name says
+golden / expected / reference / baseline, a hint with the config lines that bind it; any
+other text file is not read.
 
 Bounds: at most ``MAX_BYTES`` characters and ``MAX_LINES`` lines (beyond: an error for a
 file the config names or a script reads, else not read); a number of more than
@@ -58,13 +59,16 @@ _WORDS = re.compile(r"[a-z]+")
 class Reading:
     """What the config or the script reading the file says about it: the metric its values
     are compared with, the comparison's tolerance, the first step and interval of a list,
-    and the reader (``tests/test_loss.py``: the gate's context)."""
+    and the reader (``tests/test_loss.py``: the gate's context).  Only a reader whose
+    comparison with a tolerance was followed (``compared``) makes the file a gate without
+    config: one comparing exactly (token ids, counts) leaves a hint."""
 
     metric: str | None = None
     tolerance: Tolerance | None = None
     start: int | None = None
     interval: int | None = None
     reader: str = ""
+    compared: bool = False  # the reader's comparison with a tolerance was followed
 
 
 def golden_named(path: str) -> bool:
@@ -164,13 +168,14 @@ def parse_text_golden(
     """
     if PurePosixPath(path).suffix.lower() not in TEXT_GOLDEN_SUFFIXES:
         return None
-    read = named or reading is not None
-    if not read and not golden_named(path):
+    read = named or (reading is not None and reading.compared)
+    reader = reading.reader if reading is not None else ""
+    if not read and not (reader or golden_named(path)):
         return None
     try:
         values = _read(text)
     except _NotGolden as exc:
-        if read and (exc.after or exc.line is None or reading is not None):
+        if read and (exc.after or exc.line is None or reader):
             raise ThresholdFileError(path, exc.line, f"not a golden list: {exc.reason}") from None
         if read:  # a config glob matching a text file that holds no golden list
             return ThresholdFile(path=path, notes=(f"{path}:{exc.line}: not a golden list",))
@@ -185,8 +190,11 @@ def parse_text_golden(
     span = Span(literal=text[last.start : last.end], start=last.start, end=last.end, line=last.line)
     if not read:
         reason = (
-            "a golden list that neither the config nor a script found reading it names: "
-            "declare it to check runs against it"
+            f"a golden list read by {reader}, but no comparison with a tolerance was "
+            "followed there: declare it to check runs against it"
+            if reader
+            else "a golden list that neither the config nor a script found reading it "
+            "names: declare it to check runs against it"
         )
         hint = UnboundVariable(
             name=name,
