@@ -126,6 +126,13 @@ class CsvDecl(_Strict):
     columns: tuple[str, ...] = ()
 
 
+class StepsDecl(_Strict):
+    """Where a golden list starts: the step of its first value and the steps between two."""
+
+    start: int = Field(default=0, ge=0)
+    interval: int = Field(default=1, ge=1)
+
+
 class FileDecl(_Strict):
     """Threshold files matched by a glob, and (for structured files) their gates."""
 
@@ -138,6 +145,7 @@ class FileDecl(_Strict):
     csv: CsvDecl | None = None
     ignore: tuple[str, ...] = ()  # names of gates (or variables / keys) that are placeholders
     metrics: dict[str, str] = Field(default_factory=dict)  # name in the file -> history key
+    steps: StepsDecl | None = None  # a golden list of values: its first step and interval
 
     @model_validator(mode="before")
     @classmethod

@@ -18,6 +18,8 @@ where: ``config:files.N.gates.M``, ``config:files.N``, ``script:LINE`` or
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
+from dataclasses import replace
 from pathlib import PurePosixPath
 
 from bot.core.config import FileDecl, GateDecl, RepoConfig
@@ -29,6 +31,13 @@ from bot.core.models import (
     SourceSpec,
     ThresholdFile,
     Tolerance,
+)
+from bot.core.thresholds.golden.readers import follow_readers
+from bot.core.thresholds.golden.text import (
+    TEXT_GOLDEN_SUFFIXES,
+    Reading,
+    golden_named,
+    parse_text_golden,
 )
 from bot.core.thresholds.python.reader import PYTHON_SUFFIXES, is_test_file, parse_python
 from bot.core.thresholds.shell.declared import declared_gates
@@ -210,11 +219,14 @@ def is_candidate(path: str, config: RepoConfig) -> bool:
     True for files matching a ``files:``, ``shell:`` or ``python:`` glob; without
     ``shell:`` globs for every ``.sh`` / ``.bash`` file (an extensionless script needs a
     ``shell:`` glob); without ``python:`` globs for Python test files (``test_*.py``,
-    ``*_test.py``, ``conftest.py``).
+    ``*_test.py``, ``conftest.py``); a text file (``.txt``, ``.dat``) only when its name
+    or folder says golden / expected / reference / baseline.
     """
     if any(glob_match(d.path, path) for d in config.files):
         return True
     suffix = PurePosixPath(path).suffix.lower()
+    if suffix in TEXT_GOLDEN_SUFFIXES:
+        return golden_named(path)
     if suffix in PYTHON_SUFFIXES:
         return _python_listed(path, config)
     if config.shell:
@@ -227,19 +239,38 @@ def is_named(path: str, config: RepoConfig) -> bool:
     the file is read because of its name only, and the App stays quiet about it unless the
     PR changes one of its gates (a test file that merely has an assert is no news)."""
     globs = (*(d.path for d in config.files), *config.shell, *config.python)
-    if PurePosixPath(path).suffix.lower() not in PYTHON_SUFFIXES:
+    suffix = PurePosixPath(path).suffix.lower()
+    if suffix not in PYTHON_SUFFIXES and suffix not in TEXT_GOLDEN_SUFFIXES:
         return True
     return any(glob_match(g, path) for g in globs)
 
 
-def _other(
-    path: str, text: str, config: RepoConfig, decls: list[tuple[int, FileDecl]]
+def _text_golden(
+    path: str, text: str, decls: list[tuple[int, FileDecl]], related: Mapping[str, str]
 ) -> ThresholdFile | None:
-    """A Python test, a CSV table or a YAML / JSON / TOML file: its gates and hints."""
+    """A text golden: what the script reading it says, the config's ``steps:`` first."""
+    reading = follow_readers(path, related) if related else None
+    steps = next((d.steps for _, d in decls if d.steps is not None), None)
+    if steps is not None:
+        reading = replace(reading or Reading(), start=steps.start, interval=steps.interval)
+    return parse_text_golden(path, text, reading, named=bool(decls))
+
+
+def _other(
+    path: str,
+    text: str,
+    config: RepoConfig,
+    decls: list[tuple[int, FileDecl]],
+    related: Mapping[str, str],
+) -> ThresholdFile | None:
+    """A Python test, a CSV table, a text golden or a YAML / JSON / TOML file: its gates
+    and hints."""
     suffix = PurePosixPath(path).suffix.lower()
     named = bool(decls)
     found: ThresholdFile | None = None
-    if suffix in PYTHON_SUFFIXES:
+    if suffix in TEXT_GOLDEN_SUFFIXES:
+        found = _text_golden(path, text, decls, related)
+    elif suffix in PYTHON_SUFFIXES:
         found = parse_python(path, text, decls)
     elif suffix in TABLE_SUFFIXES:
         table = next((d.csv for _, d in decls if d.csv is not None), None)
@@ -279,7 +310,9 @@ def _merged(first: ThresholdFile | None, second: ThresholdFile) -> ThresholdFile
     )
 
 
-def find_gates(path: str, text: str, config: RepoConfig) -> ThresholdFile | None:
+def find_gates(
+    path: str, text: str, config: RepoConfig, related: Mapping[str, str] | None = None
+) -> ThresholdFile | None:
     """The gates of one file, or None when it is not a threshold file.
 
     A shell script (matched by ``shell:``, or any shell script without ``shell:`` globs, or
@@ -288,7 +321,9 @@ def find_gates(path: str, text: str, config: RepoConfig) -> ThresholdFile | None
     the gates its ``files:`` entries declare, else the shapes recognised without
     configuration (golden curves, accuracy lists, expression strings).  A file the config
     does not name in which nothing is found gives None; one it names gives a
-    ``ThresholdFile`` with its hints.  Raises ``ThresholdFileError`` for a file that cannot
+    ``ThresholdFile`` with its hints.  ``related``: other files of the repository (path ->
+    text, bounded by the caller) that may read this one, such as the test that compares a
+    text golden with a run.  Raises ``ThresholdFileError`` for a file that cannot
     be read as its shape, or a declared gate (or pattern) that matches nothing.
     """
     decls = [(i, d) for i, d in enumerate(config.files) if glob_match(d.path, path)]
@@ -298,4 +333,4 @@ def find_gates(path: str, text: str, config: RepoConfig) -> ThresholdFile | None
         found = _shell(path, text, config, decls)
         hinted = any(u.config for u in found.unbound)  # e.g. LOSS_THRESHOLD passed to a checker
         return found if found.gates or decls or listed or hinted else None
-    return _other(path, text, config, decls)
+    return _other(path, text, config, decls, related or {})

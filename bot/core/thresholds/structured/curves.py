@@ -15,9 +15,9 @@ claimed.  Each curve is a reference gate (op ``==``, both sides) named and bound
 with a ``CurvePoint`` per step (``"nan"``, ``NaN`` or ``null``: value None, the span of that
 text); ``value`` / ``literal`` / span are the last step that has a value.  A curve whose
 every value is nan is a hint in ``unbound``, as is a single number beside the curves
-(``"iteration_timing_avg": 0.41``).  The tolerance is read from ``rtol`` / ``atol`` numbers
-in the curve's object or at the file's top level (with their spans); otherwise the config's
-default applies (``discover``).
+(``"iteration_timing_avg": 0.41``).  The tolerance is read from ``rtol`` / ``atol`` (or
+``tolerance``, absolute) numbers in the curve's object or at the file's top level (with
+their spans); otherwise the config's default applies (``discover``).
 
 The file is hostile: nesting deeper than ``MAX_DEPTH`` and numbers of more than
 ``MAX_DIGITS`` digits are refused before ``json.loads`` (``bot.core.bounded``); the spans
@@ -47,7 +47,7 @@ _INTEGER = re.compile(r"-?\d{1,18}")
 _STEP = re.compile(r"\d{1,18}")
 _NAN_WORDS = frozenset({"nan", "-nan", "+nan", "inf", "-inf", "+inf", "infinity", "-infinity"})
 _NAN_ATOMS = frozenset({"NaN", "Infinity", "-Infinity", "null"})
-_TOLERANCE_KEYS = ("rtol", "atol")
+_TOLERANCE_KEYS = {"rtol": "rel", "atol": "abs", "tolerance": "abs"}  # key -> side
 
 
 @dataclass(frozen=True)
@@ -179,20 +179,21 @@ class _Reader:
         return points
 
     def tolerance(self, curve: dict[str, Any]) -> Tolerance | None:
-        """``rtol`` / ``atol`` numbers in the curve's object, else at the file's top level."""
+        """``rtol`` / ``atol`` (or ``tolerance``: absolute) numbers in the curve's object,
+        else at the file's top level."""
         found: dict[str, tuple[float, Span]] = {}
-        for key in _TOLERANCE_KEYS:
+        for key, side in _TOLERANCE_KEYS.items():
             leaf = curve.get(key, self.tree.get(key))
-            if leaf is None:
+            if leaf is None or side in found:
                 continue
             golden = _golden(leaf) if isinstance(leaf, _Leaf) else None
             if golden is None or golden[0] is None:
                 line = self.lines.of(leaf.start) if isinstance(leaf, _Leaf) else None
                 raise ThresholdFileError(self.path, line, f"{key}: not a number")
-            found[key] = (golden[0], Span(**self.span(golden[1], golden[2])))
+            found[side] = (golden[0], Span(**self.span(golden[1], golden[2])))
         if not found:
             return None
-        rel, absolute = found.get("rtol"), found.get("atol")
+        rel, absolute = found.get("rel"), found.get("abs")
         return Tolerance(
             rel=rel[0] if rel else None,
             abs=absolute[0] if absolute else None,

@@ -30,8 +30,9 @@ from decimal import Decimal, InvalidOperation
 
 from bot.core.bounded import collector_paused
 from bot.core.config import FileDecl, GateDecl, RepoConfig
-from bot.core.models import SIDES_OPS, Coupled, Gate, GateKind, Op, Span, Tolerance
+from bot.core.models import SIDES_OPS, Coupled, CurvePoint, Gate, GateKind, Op, Span, Tolerance
 from bot.core.thresholds.errors import ThresholdFileError
+from bot.core.thresholds.structured.entries import Entry, entry_of
 from bot.core.thresholds.structured.literals import (
     IGNORED_IN_CONFIG,
     IGNORED_IN_FILE,
@@ -63,6 +64,7 @@ from bot.core.thresholds.structured.templates import KeyPaths, Part, expand, par
 from bot.core.thresholds.structured.toml_spans import MAX_TOML_CHARS
 from bot.core.thresholds.structured.tree import Node
 
+_NAN = frozenset({"nan", "null", "~"})  # a golden list's step that is not checked
 __all__ = [  # the suffixes and the TOML bound are discovery's too
     "JSON_SUFFIXES",
     "MAX_TOML_CHARS",
@@ -136,6 +138,7 @@ class _Declared:
         reference_op: Op = SIDES_OPS[sides] if sides else (decl.op or "==")
         self.op: Op = reference_op if self.kind == "reference" else (decl.op or ">=")
         self.tolerance = decl.tolerance or file.tolerance or config.tolerance
+        self.steps = file.steps
         if self.kind == "limit":
             self.tolerance = None
         self._extra: dict[str, object] = {"pattern": where} if where.startswith("files.") else {}
@@ -218,7 +221,14 @@ class _Declared:
         except LookupError as exc:
             raise self._fail(match, f"{path}: {exc.args[0]}") from None
 
-    def _gate(self, match: Match, name: str, path: str) -> Gate:
+    def _gate(self, match: Match, name: str, path: str, named_by: Match | None = None) -> Gate:
+        """The gate on the literal ``match`` reaches (on an entry's value, for an entry); its
+        metric from the template over ``named_by`` (default: ``match``)."""
+        entry = entry_of(match.node) if type(match.node) is dict else None
+        if entry is not None:
+            return self._entry_gate(match, name, entry)
+        if self.kind == "reference" and type(match.node) is list and len(match.node) > 1:
+            return self._curve_gate(match, name, path)
         span = literal_at(self.located, match.node, path)
         ignored = IGNORED_IN_CONFIG if self.decl.ignore else ""
         if not ignored and marked_ignore(self.located, span.line):
@@ -235,13 +245,100 @@ class _Declared:
             name=name,
             file=self.located.path,
             line=span.line,
-            metric=self._expand(self.metric, match, path),
+            metric=self._expand(self.metric, named_by or match, path),
             op=self.op,
             value=number(span),
             literal=span.literal,
             start=span.start,
             end=span.end,
             **extra,  # type: ignore[arg-type]
+        )
+
+    def _entry_gate(self, match: Match, name: str, entry: Entry) -> Gate:
+        """A key holding an entry (``fid: {value: 14.2, rtol: 0.05}``): the gate on its value,
+        with the entry's own kind, operator and tolerance over the declaration's; the metric
+        is the key's (``{key}`` is ``fid``)."""
+        mapping: dict[str, Node] = match.node  # type: ignore[assignment]
+        hop = (mapping, entry.value_key)
+        inner = Match(mapping[entry.value_key], (*match.trail, hop), match.captures)
+        path = self.paths.of(inner.trail)
+        gate = self._gate(inner, name if self.name or self.pattern.exact else path, path, match)
+        kind = entry.kind or self.kind
+        if kind == "limit":
+            op = entry.op if entry.op not in (None, "==") else (self.decl.op or None)
+            if op is None or op == "==":
+                raise self._fail(inner, f"{path}: a limit needs an op (>=, >, <=, <) in the entry")
+        else:
+            op = entry.op or (self.op if self.kind == "reference" else "==")
+        update: dict[str, object] = {"kind": kind, "op": op}
+        if kind == "limit":
+            update["tolerance"] = None
+        elif entry.tolerance:
+            update["tolerance"] = self._entry_tolerance(inner, path, entry)
+        return gate.model_copy(update=update)
+
+    def _curve_gate(self, match: Match, name: str, path: str) -> Gate:
+        """A reference holding a list of values: a golden curve, the i-th value at step
+        ``start + i * interval`` (the file entry's ``steps:``, else 0 and 1), ``nan`` /
+        ``.nan`` / ``null`` a step not checked; the gate's literal is the last value."""
+        items: list[Node] = match.node  # type: ignore[assignment]
+        points = []
+        for i, item in enumerate(items):
+            where = f"{path}.{i}"
+            leaf = leaf_of(item)
+            text = leaf_value(item)
+            if leaf is not None and text is not None and text.lower().lstrip(".") in _NAN:
+                scalar = self.located.scalar(leaf, where)
+                raw = self.located.text[scalar.start : scalar.end]
+                span = Span(
+                    literal=raw,
+                    start=scalar.start,
+                    end=scalar.end,
+                    line=self.located.line(scalar.start),
+                )
+                points.append(CurvePoint(step=self._step(i), value=None, span=span))
+                continue
+            literal = literal_at(self.located, item, where)
+            points.append(
+                CurvePoint(step=self._step(i), value=number(literal), span=literal.span())
+            )
+        checked = [p for p in points if p.value is not None]
+        if not checked:
+            raise self._fail(match, f"{path}: every golden value is nan")
+        last = checked[-1].span
+        extra: dict[str, object] = {"kind": "reference", "points": tuple(points)}
+        if self.tolerance is not None and (tolerance := self._tolerance(match, path)):
+            extra["tolerance"] = tolerance
+        if "pattern" in self._extra:
+            extra["pattern"] = self._extra["pattern"]
+        return Gate(
+            name=name,
+            file=self.located.path,
+            line=last.line,
+            metric=self._expand(self.metric, match, path),
+            op=self.op,
+            value=number(last),
+            literal=last.literal,
+            start=last.start,
+            end=last.end,
+            **extra,  # type: ignore[arg-type]
+        )
+
+    def _step(self, index: int) -> int:
+        steps = self.steps
+        return (steps.start + index * steps.interval) if steps else index
+
+    def _entry_tolerance(self, inner: Match, path: str, entry: Entry) -> Tolerance:
+        spans = {
+            side: self._beside(inner, path, key, "tolerance key")[0]
+            for side, key in entry.tolerance.items()
+        }
+        rel, absolute = spans.get("rel"), spans.get("abs")
+        return Tolerance(
+            rel=number(rel) if rel else None,
+            abs=number(absolute) if absolute else None,
+            rel_span=rel,
+            abs_span=absolute,
         )
 
     def _tolerance(self, match: Match, path: str) -> Tolerance | None:

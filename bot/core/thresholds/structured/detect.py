@@ -32,6 +32,7 @@ from pathlib import PurePosixPath
 from bot.core.bounded import collector_paused
 from bot.core.models import Gate, Op, Span, ThresholdFile, Tolerance
 from bot.core.thresholds.structured import key_words as kw
+from bot.core.thresholds.structured.entries import VALUE_KEYS, entry_of
 from bot.core.thresholds.structured.hints import Hints
 from bot.core.thresholds.structured.literals import (
     IGNORED_IN_FILE,
@@ -87,6 +88,7 @@ class _Detection:
         self.claimed: set[int] = set()
         self.spans: dict[int, Span] = {}
         self.tolerance_keys: dict[str, list[tuple[str, str]]] = {}
+        self.labels: dict[int, list[str | None]] = {}  # id(list) -> its items' labels
         parts = PurePosixPath(located.path).parts
         self.file_context = set().union(*(kw.context_words(p) for p in parts)) if parts else set()
 
@@ -162,7 +164,13 @@ class _Detection:
                 self._decide(match, trusted, metric, sides, "reference", own)
             elif lowered in kw.VALUE_FIELDS:
                 chosen = op or (kw.direction(metric) if lowered == "threshold" else None)
-                kind = "reference" if chosen == "==" else "limit"
+                said = entry_of(mapping) if lowered in VALUE_KEYS else None
+                if chosen is None and said is not None and (said.tolerance or said.kind):
+                    # its own tolerance, or kind: reference, says "compared with a tolerance"
+                    chosen = "==" if said.kind != "limit" else None
+                kind = (said.kind if said else None) or ("reference" if chosen == "==" else "limit")
+                if kind == "limit" and chosen == "==":
+                    chosen = None
                 reason = "the entry does not say how runs are compared with it"
                 self._decide(
                     match, trusted and chosen is not None, metric, chosen, kind, key, reason
@@ -183,7 +191,7 @@ class _Detection:
             bound = bounds.get(key)
             if bound is None:
                 if kw.metric_like(key) and not kw.setting_like(key):
-                    trusted = references and identity_ok(trail)
+                    trusted = references and self._labelled(trail)
                     reason = "a metric's value, not named as a bound (min, max, expected …)"
                     self._decide(
                         match, trusted, self._metric(trail, key), "==", "reference", key, reason
@@ -317,12 +325,24 @@ class _Detection:
         parts = []
         for container, key in trail:
             if isinstance(container, list):
-                named = identity(container[int(key)])
-                if named is not None and named[1] != last:
-                    parts.append(named[1])
+                label = self._labels(container)[int(key)]
+                if label is not None and label != last:
+                    parts.append(label)
             elif str(key).lower() not in kw.CONTAINER_KEYS:
                 parts.append(str(key))
         return "/".join([*parts, last] if last else parts)
+
+    def _labels(self, items: list[Node]) -> list[str | None]:
+        """``item_labels`` of a list, once per list."""
+        labels = self.labels.get(id(items))
+        if labels is None:
+            labels = self.labels[id(items)] = item_labels(items)
+        return labels
+
+    def _labelled(self, trail: tuple[Hop, ...]) -> bool:
+        """Whether every list item on the way has a label: else two items' values would
+        share one metric."""
+        return all(self._labels(c)[int(k)] is not None for c, k in trail if isinstance(c, list))
 
     def numbers(self) -> list[Match]:
         """Every numeric leaf of the file, in order (for the hints of a named file)."""
@@ -334,7 +354,29 @@ class _Detection:
         return found
 
 
-def identity_ok(trail: tuple[Hop, ...]) -> bool:
-    """Whether every list item on the way names itself (``name: …``): else two items'
-    values would share one metric."""
-    return all(identity(c[int(k)]) is not None for c, k in trail if isinstance(c, list))
+def item_labels(items: list[Node]) -> list[str | None]:
+    """What names each item of a list in a metric: its identifying field (``name: gsm8k``),
+    else the text fields that tell the items apart (``quantization: fp8`` among entries of
+    one model; every text field of a lone item), joined by ``/``; None for an item without
+    one, and for every item but the named ones when two share a label. Linear in the list."""
+    named = [None if (found := identity(item)) is None else found[1] for item in items]
+    if all(label is not None for label in named):
+        return named
+    labels = list(named)
+    texts = [
+        {k: v for k, n in item.items() if (v := leaf_value(n)) is not None and not is_number(n)}
+        if type(item) is dict
+        else {}
+        for item in items
+    ]
+    seen: dict[str, set[str]] = {}
+    for fields in texts:
+        for key, value in fields.items():
+            seen.setdefault(key, set()).add(value)
+    telling = {k for k, values in seen.items() if len(values) > 1 or len(items) == 1}
+    for index, fields in enumerate(texts):
+        if labels[index] is None and (told := [v for k, v in fields.items() if k in telling]):
+            labels[index] = "/".join(told)
+    if len(set(labels)) < len(items):
+        return named
+    return labels
