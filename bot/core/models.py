@@ -775,7 +775,7 @@ class Review(Frozen):
     rule: RuleSettings = Field(default_factory=RuleSettings)
     history: HistoryStats = Field(default_factory=HistoryStats)
     source: str = ""
-    unbound: tuple[UnboundVariable, ...] = ()
+    hints: tuple[UnboundVariable, ...] = ()  # every file's literals no gate binds
     pulls: dict[int, PullRef] = Field(default_factory=dict)
     warnings: tuple[str, ...] = ()
     error: str | None = None  # set when the history could not be read (its gates: no_data)
