@@ -37,7 +37,7 @@ SHELL_TEXT = (
     './bin/score_run --run out/last --max-ppl "$PPL_CEILING"\n'
 )
 NOTHING = "ci/hello.sh"
-NOTHING_TEXT = "#!/usr/bin/env bash\nSTEPS=40\necho \"$STEPS\"\n"
+NOTHING_TEXT = '#!/usr/bin/env bash\nSTEPS=40\necho "$STEPS"\n'
 HISTORY = "runs.jsonl"
 HISTORY_TEXT = (
     '{"id": "r1", "created_at": "2026-11-01T00:00:00Z", "summary": {"eval/bleu": 28.1}}\n'

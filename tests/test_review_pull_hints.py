@@ -99,7 +99,7 @@ def test_a_test_file_read_for_its_name_only_with_only_hints_stays_quiet() -> Non
 
 def test_a_script_with_nothing_seen_stays_quiet() -> None:
     gh = repo_with(FILE_SOURCE)
-    gh.open_pull(34, {SCRIPT: "#!/usr/bin/env bash\nSTEPS=40\necho \"$STEPS\"\n"})
+    gh.open_pull(34, {SCRIPT: '#!/usr/bin/env bash\nSTEPS=40\necho "$STEPS"\n'})
 
     outcome = review_pull(gh, gh.repo, 34)
 

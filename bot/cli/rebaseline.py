@@ -11,8 +11,8 @@ too: the command a review prints always names the gates it flags.
 Output: the unified diff on stdout with ``--dry-run`` (nothing is written); one line per
 edit (``NAME: 0.56 → 0.50``) and the notes (gates without data, tolerances left) on
 stderr; a file with hints and no gate has nothing to change (its hints on stderr, with the
-config lines that bind them).  Exit status 0 when done or nothing to change, 1 when the history cannot be read,
-2 for bad input (see docs/cli.md).
+config lines that bind them).  Exit status 0 when done or nothing to change, 1 when the
+history cannot be read, 2 for bad input (see docs/cli.md).
 """
 
 from __future__ import annotations
@@ -60,7 +60,6 @@ def _gates(path: Path, text: str, config: RepoConfig) -> ThresholdFile:
     if tf is None or not (tf.gates or tf.unbound):
         raise UsageProblem(f"{path.as_posix()}: no threshold gates found")
     return tf
-
 
 
 def _points(tf: ThresholdFile, review: Review, history: History) -> dict[GateKey, PointValues]:

@@ -573,9 +573,7 @@ def check_title(review: Review) -> str:
         if review.gates:
             return f"{plural(len(review.gates), 'placeholder')}, nothing to judge"
         return (
-            "No gate bound; values like thresholds listed"
-            if review.hints
-            else "No threshold gates"
+            "No gate bound; values like thresholds listed" if review.hints else "No threshold gates"
         )
     if attention:
         verb = "needs" if len(attention) == 1 else "need"
