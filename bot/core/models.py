@@ -305,8 +305,10 @@ def passes(value: float, op: Op, limit: float) -> bool:
 
 
 class UnboundVariable(Frozen):
-    """A numeric literal next to a metric-like name that no gate binds: reported with the
-    reason, never guessed; ``config`` holds the config lines that would declare it."""
+    """A hint: a numeric literal next to a metric-like name that no gate binds, reported with
+    the reason, never guessed; ``config`` holds the config lines that would declare it (a
+    ``files:`` entry: pasted into the config, the literal is a gate). The review carries every
+    file's as ``Review.hints`` (JSON ``hints[]``)."""
 
     name: str
     file: str
