@@ -27,9 +27,6 @@ from typing import Any
 from typer.testing import CliRunner
 
 from bot.cli.main import app
-from bot.core.config import ConfigError, parse_config
-from bot.core.thresholds.discover import find_gates
-from bot.core.thresholds.errors import ThresholdFileError
 
 FIXTURES = Path(__file__).parent / "fixtures" / "gates"
 HISTORY = '{"id": "r1", "created_at": "2026-11-01T00:00:00Z", "summary": {"unrelated": 1.0}}\n'
@@ -131,26 +128,15 @@ def read(case: Case, history: Path, configured: bool) -> Reading:
         args += ["--config", str(config)]
     with _inside(case.root):
         result = CliRunner().invoke(app, args)
-        if result.exit_code == 0:
-            review = json.loads(result.stdout)
-            gates = {
-                (g["metric"], g["old_literal"], g["kind"], g["sides"]) for g in review["gates"]
-            }
-            hints = review.get("hints")
-        else:
-            gates, hints = set(), None
-        # a review without hints[]: the file's hints as the core reads them
-        hinted = _core_hints(case, config) if hints is None else {str(h["literal"]) for h in hints}
+    # a file with hints and no gate is a review too (zero gates, its hints): exit 2 means
+    # nothing was seen, or the file could not be read
+    gates: set[Key] = set()
+    hinted: set[str] = set()
+    if result.exit_code == 0:
+        review = json.loads(result.stdout)
+        gates = {(g["metric"], g["old_literal"], g["kind"], g["sides"]) for g in review["gates"]}
+        hinted = {str(h["literal"]) for h in review["hints"]}
     return Reading(gates, hinted, result.output)
-
-
-def _core_hints(case: Case, config: Path | None) -> set[str]:
-    text = (case.root / case.file).read_text()
-    try:
-        parsed = find_gates(case.file, text, parse_config(config.read_text() if config else ""))
-    except (ThresholdFileError, ConfigError):
-        return set()
-    return {u.literal for u in parsed.unbound} if parsed else set()
 
 
 def score(corpus: str, history: Path, configured: bool) -> tuple[Score, dict[str, Reading]]:

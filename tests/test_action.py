@@ -415,3 +415,20 @@ def test_history_from_wandb_or_the_project_the_script_names(
     [row] = rows[0]
     assert "LONG\\_ACC\\_MIN\\_VALUE" in row and "**0.40** (new)" in row
     assert f"| {limit[0]:.2f} |" in row
+
+
+def test_a_file_with_only_hints_is_a_neutral_review_listing_them(world: World) -> None:
+    path = "ci/nightly_ppl.sh"
+    script = '#!/usr/bin/env bash\nPPL_CEILING=14.2\n./bin/score --max-ppl "$PPL_CEILING"\n'
+    (world.workspace / path).write_text(script, encoding="utf-8")
+    env = world.env(event="push", files=path)
+    result = invoke(env)
+    assert result.exit_code == 0, result.output
+    summary = Path(env["GITHUB_STEP_SUMMARY"]).read_text(encoding="utf-8")
+    assert "No gate bound" in summary and "no threshold gates found" not in summary
+    assert "PPL\\_CEILING</code> = 14.2" in summary  # the hint, then the lines that bind it
+    assert f"  - path: {path}\n    gates:\n      - key: PPL_CEILING\n" in summary
+    assert "conclusion=neutral" in Path(env["GITHUB_OUTPUT"]).read_text(encoding="utf-8")
+    assert "audit: neutral: 0 gates, 1 hint in 1 file" in result.stdout
+    failed = invoke(world.env(event="push", files=path, **{"fail-on": "neutral"}))
+    assert failed.exit_code == 1

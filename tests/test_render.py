@@ -168,7 +168,7 @@ def test_outside_strings_cannot_break_the_comment() -> None:
     unbound = (UnboundVariable(name=EVIL, file=EVIL, line=3, literal="4", reason=EVIL),)
     pulls = {1799: PullRef(number=1799, title=EVIL, url="")}
     text = render_comment(
-        review(gates=(g, gate()), unbound=unbound, pulls=pulls, source=EVIL, warnings=(EVIL,)),
+        review(gates=(g, gate()), hints=unbound, pulls=pulls, source=EVIL, warnings=(EVIL,)),
         repo_url="https://github.com/o/r",
     )
     gates_table, regime_table = tables(text)

@@ -152,7 +152,7 @@ def test_hints_show_config_lines_in_a_fence_that_cannot_break() -> None:
         config=config,
     )
     plain = UnboundVariable(name="SEED", file="train.sh", line=2, literal="42", reason="r")
-    text = render_comment(review(unbound=(hint, plain)))
+    text = render_comment(review(hints=(hint, plain)))
     assert "Not checked (2 numeric values are not bound to a gate):" in text
     assert text.count("<details>") == text.count("</details>") == 1
     tokens = MD.parse(text)
@@ -163,7 +163,7 @@ def test_hints_show_config_lines_in_a_fence_that_cannot_break() -> None:
     assert text.index("<details><summary>Config lines that would declare it (1)") < text.index(
         "`" * 6 + "yaml"
     )
-    without = render_comment(review(unbound=(plain,)))
+    without = render_comment(review(hints=(plain,)))
     assert "<details>" not in without and "yaml" not in without
 
 

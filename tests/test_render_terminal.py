@@ -140,7 +140,7 @@ def test_references_placeholders_hints_and_warnings_at_80_columns() -> None:
     text = _render(
         80,
         gates=(ref, placeholder),
-        unbound=(hint,),
+        hints=(hint,),
         warnings=("the history holds 3 duplicate run ids",),
     )
     lines = text.splitlines()
@@ -228,7 +228,7 @@ def test_values_not_bound_to_a_gate_are_listed_with_what_to_do() -> None:
         reason="compared with a metric the config does not name",
         config="files:\n  - path: tests/ci/nightly.sh\n",
     )
-    text = _render(80, conclusion="neutral", gates=(), regimes=(), changes=(), unbound=(hint,))
+    text = _render(80, conclusion="neutral", gates=(), regimes=(), changes=(), hints=(hint,))
     lines = text.splitlines()
     assert lines[0] == "⚪ No gate bound in this change: 1 value like a threshold below."
     assert "Not checked (1 numeric value is not bound to a gate)" in lines

@@ -216,11 +216,11 @@ def test_review_carries_history_rule_and_inputs(history: History) -> None:
     unbound = [
         UnboundVariable(name="X", file="ci/nightly.sh", line=3, literal="1", reason="unused")
     ]
-    review = build_review([unchanged(ACC)], history, rule=rule, unbound=unbound, warnings=["note"])
+    review = build_review([unchanged(ACC)], history, rule=rule, hints=unbound, warnings=["note"])
     assert review.history == history.stats
     assert review.rule == rule
     assert review.source == "file:runs.jsonl"
-    assert review.unbound == tuple(unbound)
+    assert review.hints == tuple(unbound)
     assert review.warnings == ("note",)
     g = review.gates[0]
     assert g.old_failures == Failures(failed=10, total=10)

@@ -175,7 +175,7 @@ def test_a_named_file_with_only_hints_gets_them_in_a_neutral_review() -> None:
 
     assert outcome.status == "reviewed" and outcome.review is not None
     assert outcome.review.gates == ()
-    (hint,) = [u for u in outcome.review.unbound if u.config]
+    (hint,) = [u for u in outcome.review.hints if u.config]
     assert (hint.name, hint.literal) == ("LOSS_THRESHOLD", "2.5")
     body = gh.comments[25].body
     assert "key: LOSS_THRESHOLD" in body and "positional argument" in body

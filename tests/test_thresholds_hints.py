@@ -51,6 +51,7 @@ def test_metric_like_names(name: str, expected: bool) -> None:
         ("GRAD_NORM_MAX", "grad_norm", "<="),
         ("MIN_THROUGHPUT", "throughput", ">="),
         ("THRESHOLD", "threshold", ">="),
+        ("PPL_CEILING", "ppl", "<="),
     ],
 )
 def test_guesses_from_the_name(name: str, metric: str, op: str) -> None:

@@ -310,6 +310,8 @@ def _run(
     _append_output("conclusion", review.conclusion)
     what = "audit" if pull is None else f"PR #{pull.number}"
     gates = plural(len(review.gates), "gate")
+    if review.hints and not review.gates:  # what the neutral conclusion is about
+        gates += f", {plural(len(review.hints), 'hint')}"
     print(f"{PROG}: {what}: {review.conclusion}: {gates} in {plural(len(versions), 'file')}")
     if gh is not None and pull is not None and post:
         _comment(gh, repo, pull.number, text)

@@ -5,12 +5,14 @@ An imperative shell: read the config, the threshold file and the runs (a history
 project, or the one source the file or the config names), detect the history's regimes,
 replay each model over each gate (``bot.core.analysis.backtest``) and print the result as a
 terminal table, Markdown or JSON (``bot.core.render.backtest``).
-Exit 0 with a result; 1 when the runs cannot be read now (an outage); 2 for bad input (one
+Exit 0 with a result, or with nothing to backtest (a file with hints and no gate: the hints
+on stderr); 1 when the runs cannot be read now (an outage); 2 for bad input (one
 line on stderr).
 """
 
 from __future__ import annotations
 
+import sys
 from enum import StrEnum
 from pathlib import Path
 from typing import Annotated
@@ -27,7 +29,7 @@ from bot.cli.options import (
     WindowOption,
 )
 from bot.cli.output import write_output, write_table
-from bot.cli.review import read_config, read_gate_changes, rule_settings
+from bot.cli.review import nothing_bound, read_config, read_gate_changes, rule_settings
 from bot.core.analysis.backtest import DEFAULT_MODELS, backtest_history
 from bot.core.history.sources import HistoryError
 from bot.core.limit_model import LimitModel, parse_models
@@ -69,12 +71,16 @@ def run_backtest(
     window: str | None,
     allowance: str | None,
     models: tuple[LimitModel, ...],
-) -> BacktestRun:
+) -> BacktestRun | None:
     """Read the inputs and backtest every gate of ``file``; ``UsageProblem`` on bad input,
-    ``HistoryError`` when the runs cannot be read now."""
+    ``HistoryError`` when the runs cannot be read now. A file with hints and no gate: None,
+    after saying so on stderr with its hints (nothing to backtest, no history read)."""
     repo_config = read_config(config)
     rule = rule_settings(repo_config, window, allowance)
     _, head = read_gate_changes(file, None, repo_config)
+    if not head.gates:
+        print(nothing_bound(head, "nothing to backtest"), file=sys.stderr)
+        return None
     history = read_runs(history_path, wandb, head.gates, repo_config, head.path)
     gates, changes = backtest_history(head.gates, history, rule, repo_config.regimes, models)
     return BacktestRun(
@@ -114,6 +120,8 @@ def backtest_command(
             allowance=allowance,
             models=_models(models),
         )
+        if result is None:
+            return
         if output_format is BacktestFormat.table:
             write_table(backtest_table(result), output)
         elif output_format is BacktestFormat.markdown:

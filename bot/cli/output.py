@@ -25,13 +25,14 @@ def _columns() -> int:
 
 def write_table(table: RenderableType, output: Path | None) -> None:
     """Print ``table`` on the terminal at its width (in colour); to ``output`` or a pipe
-    at :func:`_columns`, without colour."""
+    at :func:`_columns`, without colour. Never cropped: lines to copy (config lines) are
+    printed whole even when wider than the terminal."""
     if output is None and sys.stdout.isatty():
-        Console().print(table)
+        Console().print(table, crop=False)
         return
     buffer = io.StringIO()
     console = Console(file=buffer, width=_columns(), color_system=None, force_terminal=False)
-    console.print(table)
+    console.print(table, crop=False)
     write_output("".join(f"{line.rstrip()}\n" for line in buffer.getvalue().splitlines()), output)
 
 

@@ -10,8 +10,9 @@ too: the command a review prints always names the gates it flags.
 
 Output: the unified diff on stdout with ``--dry-run`` (nothing is written); one line per
 edit (``NAME: 0.56 → 0.50``) and the notes (gates without data, tolerances left) on
-stderr.  Exit status 0 when done or nothing to change, 1 when the history cannot be read,
-2 for bad input (see docs/cli.md).
+stderr; a file with hints and no gate has nothing to change (its hints on stderr, with the
+config lines that bind them).  Exit status 0 when done or nothing to change, 1 when the
+history cannot be read, 2 for bad input (see docs/cli.md).
 """
 
 from __future__ import annotations
@@ -34,7 +35,7 @@ from bot.cli.options import (
     WandbOption,
     WindowOption,
 )
-from bot.cli.review import read_config, read_text, rule_settings
+from bot.cli.review import nothing_bound, read_config, read_text, rule_settings
 from bot.core.analysis.curves import recompute_points
 from bot.core.analysis.review import build_review
 from bot.core.commands import Command
@@ -56,7 +57,7 @@ def _gates(path: Path, text: str, config: RepoConfig) -> ThresholdFile:
         tf = find_gates(path.as_posix(), text, config)
     except ThresholdFileError as exc:
         raise UsageProblem(str(exc)) from None
-    if tf is None or not tf.gates:
+    if tf is None or not (tf.gates or tf.unbound):
         raise UsageProblem(f"{path.as_posix()}: no threshold gates found")
     return tf
 
@@ -137,6 +138,9 @@ def rebaseline_command(
         rule = rule_settings(repo_config, window, allowance)
         text = read_text(file, "threshold file", raw=True)
         tf = _gates(file, text, repo_config)
+        if not tf.gates:
+            print(nothing_bound(tf, "nothing to rewrite"), file=sys.stderr)
+            return
         wanted = tuple(dict.fromkeys(names or ()))
         known = list(dict.fromkeys(g.name for g in tf.gates))
         unknown = [n for n in wanted if n not in known]
@@ -147,7 +151,7 @@ def rebaseline_command(
         changes = diff_gates(tf, tf)
         runs = read_runs(history, wandb, tf.gates, repo_config, tf.path)
         review = build_review(
-            changes, runs, rule=rule, regime_settings=repo_config.regimes, unbound=tf.unbound
+            changes, runs, rule=rule, regime_settings=repo_config.regimes, hints=tf.unbound
         )
         command = Command(
             kind="rebaseline", line=1, gates=wanted, dry_run=dry_run, tolerance=tolerance

@@ -30,7 +30,7 @@ from bot.cli.options import (
 )
 from bot.cli.output import write_output, write_table
 from bot.core.analysis.review import build_review, unavailable_review
-from bot.core.config import ConfigError, RepoConfig, parse_config, plain_message
+from bot.core.config import CONFIG_PATH, ConfigError, RepoConfig, parse_config, plain_message
 from bot.core.history.series import with_series
 from bot.core.history.sources import HistoryError
 from bot.core.models import GateChange, History, Review, RuleSettings, ThresholdFile
@@ -123,21 +123,27 @@ def read_gate_changes(
     file: Path, base: Path | None, config: RepoConfig, label: str | None = None
 ) -> tuple[list[GateChange], ThresholdFile]:
     """The gates of ``file`` against ``base`` (none: an audit, every gate unchanged), and
-    ``file`` as read (its unbound variables and source notes)."""
+    ``file`` as read (its hints and source notes). A file with hints and no gate gives no
+    change (its review: zero gates, the hints, ``neutral``); ``UsageProblem`` "no threshold
+    gates found" only when nothing at all was seen."""
     name = label or file.as_posix()
     head = _threshold_file(file, name, config)
-    if head is None or not head.gates:
-        raise UsageProblem(f"{name}: no threshold gates found", _hints(head))
+    if head is None or not (head.gates or head.unbound):
+        raise UsageProblem(f"{name}: no threshold gates found")
     if base is None:
         return diff_gates(head, head), head
     return diff_gates(_threshold_file(base, name, config), head), head
 
 
-def _hints(head: ThresholdFile | None) -> str:
-    """What was seen but not bound, with the config lines that would declare it."""
-    if head is None:
-        return ""
-    lines = []
+def nothing_bound(head: ThresholdFile, what: str) -> str:
+    """What ``backtest`` and ``rebaseline`` say of a file with hints and no gate: ``what``
+    (nothing to do), then each hint with the config lines that would bind it, indented."""
+    count = len(head.unbound)
+    values = "value reaches" if count == 1 else "values reach"
+    lines = [
+        f"{head.path}: no gate bound, {what}; {count} {values} a comparison (bind"
+        f" {'it' if count == 1 else 'them'} with the config lines below, in {CONFIG_PATH}):"
+    ]
     for item in head.unbound:
         lines.append(f"  {item.file}:{item.line}: {item.name} = {item.literal}: {item.reason}")
         if item.config:
@@ -172,7 +178,7 @@ def review_files(
         history,
         rule=rule or config.rule,
         regime_settings=config.regimes,
-        unbound=head.unbound,
+        hints=head.unbound,
         warnings=_notes(head),
     )
 
@@ -195,7 +201,8 @@ def review_history(
     ``wandb``, or with neither the source each gate's file or the config names, read as the
     Action reads them (``file`` sources from the current directory, the checkout's root).
     A source that cannot be read now (an outage) leaves its gates without data: a neutral
-    review; a missing credential or a source that does not exist is bad input."""
+    review; a missing credential or a source that does not exist is bad input. A file with
+    hints and no gate reads no history: its review lists the hints, ``neutral``."""
     at_most_one(history, wandb)
     if history is not None:
         return review_files(
@@ -203,7 +210,7 @@ def review_history(
         )
     changes, head = read_gate_changes(file, base, config)
     histories = LocalHistories(Path.cwd(), skip_bad_lines=skip_bad_lines)
-    if wandb is None:
+    if wandb is None or not changes:  # no gate, only hints: no history to read
         own_sources([c.head for c in changes])
         found = FoundGates(files=(head,), changes=tuple(changes), notes=tuple(_notes(head)))
         return review_gates(found, histories, config=config, rule=rule)
@@ -211,14 +218,14 @@ def review_history(
     try:
         runs = histories.fetch(with_series(spec, [c.head for c in changes]))
     except HistoryError as exc:
-        review = unavailable_review(changes, str(exc), rule=rule, unbound=head.unbound)
+        review = unavailable_review(changes, str(exc), rule=rule, hints=head.unbound)
         return review.model_copy(update={"warnings": (*review.warnings, *_notes(head))})
     return build_review(
         changes,
         runs,
         rule=rule,
         regime_settings=config.regimes,
-        unbound=head.unbound,
+        hints=head.unbound,
         warnings=_notes(head),
     )
 

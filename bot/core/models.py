@@ -315,8 +315,10 @@ def passes(value: float, op: Op, limit: float) -> bool:
 
 
 class UnboundVariable(Frozen):
-    """A numeric literal next to a metric-like name that no gate binds: reported with the
-    reason, never guessed; ``config`` holds the config lines that would declare it."""
+    """A hint: a numeric literal next to a metric-like name that no gate binds, reported with
+    the reason, never guessed; ``config`` holds the config lines that would declare it (a
+    ``files:`` entry: pasted into the config, the literal is a gate). The review carries every
+    file's as ``Review.hints`` (JSON ``hints[]``)."""
 
     name: str
     file: str
@@ -785,7 +787,7 @@ class Review(Frozen):
     rule: RuleSettings = Field(default_factory=RuleSettings)
     history: HistoryStats = Field(default_factory=HistoryStats)
     source: str = ""
-    unbound: tuple[UnboundVariable, ...] = ()
+    hints: tuple[UnboundVariable, ...] = ()  # every file's literals no gate binds
     pulls: dict[int, PullRef] = Field(default_factory=dict)
     warnings: tuple[str, ...] = ()
     error: str | None = None  # set when the history could not be read (its gates: no_data)

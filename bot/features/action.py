@@ -161,28 +161,28 @@ def review_gates(
     ``changed``: what the PR changes that the review reads at the base (``changed_file``),
     each making it ``action_required``, as does a gate whose source the PR moves
     (``found.proposals``); ``warnings``: more to say (the config's)."""
-    unbound = tuple(u for tf in found.files for u in tf.unbound)
+    hints = tuple(u for tf in found.files for u in tf.unbound)
     reviews: list[Review] = []
     for spec, changes in _groups(found, override).values():
-        shared = unbound if not reviews else ()
+        shared = hints if not reviews else ()
         if spec is None:
             error = (
                 "no history source: give the action `history` or `wandb`, name a W&B project "
                 f"in the file, or set one in {CONFIG_PATH}"
             )
-            reviews.append(unavailable_review(changes, error, rule=rule, unbound=shared))
+            reviews.append(unavailable_review(changes, error, rule=rule, hints=shared))
             continue
         try:
             runs = history.fetch(with_series(spec, (c.head for c in changes)))
         except HistoryError as exc:
             error = f"{spec.describe()}: {exc}"
-            reviews.append(unavailable_review(changes, error, rule=rule, unbound=shared))
+            reviews.append(unavailable_review(changes, error, rule=rule, hints=shared))
             continue
         reviews.append(
-            build_review(changes, runs, rule=rule, regime_settings=config.regimes, unbound=shared)
+            build_review(changes, runs, rule=rule, regime_settings=config.regimes, hints=shared)
         )
-    empty: Conclusion = "neutral" if unbound else "success"
-    review = merge_reviews(reviews) if reviews else Review(conclusion=empty, unbound=unbound)
+    empty: Conclusion = "neutral" if hints else "success"
+    review = merge_reviews(reviews) if reviews else Review(conclusion=empty, hints=hints)
     review = mark_proposals(review, found.proposals)
     notes = (*changed, *warnings, *found.errors, *found.notes, *review.warnings)
     update: dict[str, object] = {"warnings": notes}

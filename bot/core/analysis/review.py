@@ -306,12 +306,13 @@ def build_review(
     *,
     rule: RuleSettings = RuleSettings(),
     regime_settings: RegimeSettings = RegimeSettings(),
-    unbound: Sequence[UnboundVariable] = (),
+    hints: Sequence[UnboundVariable] = (),
     warnings: Sequence[str] = (),
     detected: tuple[Sequence[Regime], Sequence[Change]] | None = None,
 ) -> Review:
     """Review ``gates`` against ``history``: limit rule, failures, regimes and verdicts.
 
+    ``hints``: the literals of the files that no gate binds (:func:`hinted_conclusion`).
     ``detected``: the history's regimes and changes when already known (else detected here).
     """
     runs = history.finished
@@ -339,14 +340,14 @@ def build_review(
     elif not runs:
         notes.append("the history has no finished runs")
     return Review(
-        conclusion=conclusion_of(reviews),
+        conclusion=hinted_conclusion(conclusion_of(reviews), reviews, hints),
         gates=reviews,
         regimes=tuple(regimes),
         changes=tuple(changes),
         rule=rule,
         history=history.stats,
         source=history.source,
-        unbound=tuple(unbound),
+        hints=tuple(hints),
         warnings=tuple(notes),
         metric_charts=metric_charts(
             ctx,
@@ -355,12 +356,20 @@ def build_review(
     )
 
 
+def hinted_conclusion(
+    conclusion: Conclusion, gates: Sequence[GateReview], hints: Sequence[UnboundVariable]
+) -> Conclusion:
+    """``conclusion`` of the gates, except that a review with no gate but hints is ``neutral``:
+    literals that reach a comparison were seen and none was checked (never ``success``)."""
+    return "neutral" if not gates and hints else conclusion
+
+
 def unavailable_review(
     gates: Sequence[GateChange],
     error: str,
     *,
     rule: RuleSettings = RuleSettings(),
-    unbound: Sequence[UnboundVariable] = (),
+    hints: Sequence[UnboundVariable] = (),
 ) -> Review:
     """The review when the history could not be read: every gate ``no_data``;
     ``action_required`` when the PR changes a gate (it cannot be verified), else ``neutral``."""
@@ -397,9 +406,7 @@ def unavailable_review(
         for c in gates
     )
     conclusion = "action_required" if conclusion_of(reviews) == "action_required" else "neutral"
-    return Review(
-        conclusion=conclusion, gates=reviews, rule=rule, unbound=tuple(unbound), error=error
-    )
+    return Review(conclusion=conclusion, gates=reviews, rule=rule, hints=tuple(hints), error=error)
 
 
 def _unique(items: Iterable[str]) -> tuple[str, ...]:
@@ -409,7 +416,7 @@ def _unique(items: Iterable[str]) -> tuple[str, ...]:
 def merge_reviews(reviews: Sequence[Review]) -> Review:
     """One review of a PR whose gates read several history sources.
 
-    Gates, warnings, unbound variables and pulls are concatenated; regimes, changes and history
+    Gates, warnings, hints and pulls are concatenated; regimes, changes and history
     statistics are those of the source with the most gates. The conclusion is
     ``action_required`` if any part requires action (a maintainer must act on it whatever else
     could not be checked), else ``neutral`` if any part is (a history could not be read, or an
@@ -417,7 +424,7 @@ def merge_reviews(reviews: Sequence[Review]) -> Review:
     Errors are joined, each prefixed by its source.
     """
     if not reviews:
-        return Review(conclusion="success")
+        return Review(conclusion="success")  # nothing was seen
     if len(reviews) == 1:
         return reviews[0]
     main = max(reviews, key=lambda r: len(r.gates))
@@ -431,7 +438,7 @@ def merge_reviews(reviews: Sequence[Review]) -> Review:
     )
     errors = [f"{r.source}: {r.error}" if r.source else r.error for r in reviews if r.error]
     pulls = {n: p for r in reviews for n, p in r.pulls.items()}
-    unbound = {(u.file, u.line, u.name): u for r in reviews for u in r.unbound}
+    hints = {(u.file, u.line, u.name): u for r in reviews for u in r.hints}
     return Review(
         conclusion=conclusion,
         gates=tuple(g for r in reviews for g in r.gates),
@@ -440,7 +447,7 @@ def merge_reviews(reviews: Sequence[Review]) -> Review:
         rule=main.rule,
         history=main.history,
         source=", ".join(_unique(r.source for r in reviews if r.source)),
-        unbound=tuple(unbound.values()),
+        hints=tuple(hints.values()),
         pulls=pulls,
         warnings=_unique(w for r in reviews for w in r.warnings),
         error="; ".join(errors) if errors else None,

@@ -107,4 +107,4 @@ def placeholder_rows(review: Review) -> list[PlaceholderRow]:
 def hints(review: Review) -> list[tuple[UnboundVariable, Markdown]]:
     """The unbound literals that come with config lines declaring them, each with those
     lines as a ``yaml`` code block (outside text: fenced, never interpreted)."""
-    return [(u, fenced(u.config, "yaml")) for u in review.unbound if u.config.strip()]
+    return [(u, fenced(u.config, "yaml")) for u in review.hints if u.config.strip()]

@@ -325,7 +325,8 @@ _NOT_IN_JSON = {"gates": {"__all__": {"tolerance": _SPANS, "recomputed_tolerance
 
 
 def render_json(review: Review) -> str:
-    """The JSON review (docs/json-review.md): the stable fields, plus explanatory extras,
+    """The JSON review (docs/json-review.md): the stable fields (``hints``: every literal that
+    reaches a comparison and no gate binds, with its config lines), plus explanatory extras,
     and ``audit`` (:func:`is_audit`: nothing is proposed, ``old`` and ``proposed`` are both
     the current value).
 

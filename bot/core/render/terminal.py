@@ -23,7 +23,7 @@ from bot.core.models import GateReview, Review
 from bot.core.render.gates import judged, label_plain, metric_plain, placeholder_rows
 from bot.core.render.sources import source_lines
 from bot.core.render.sparkline import sparkline
-from bot.core.render.terminal_parts import Command, heading, indent, item, text
+from bot.core.render.terminal_parts import Command, Verbatim, heading, indent, item, text
 from bot.core.render.terminal_regimes import MOVED, RegimeTable
 from bot.core.render.terminal_text import actions, for_cli, plain, unmark, verdict_words
 from bot.core.render.view import (
@@ -108,17 +108,16 @@ def _placeholders(review: Review) -> Iterator[RenderableType]:
 
 
 def _unbound(review: Review) -> Iterator[RenderableType]:
-    count = len(review.unbound)
+    count = len(review.hints)
     if not count:
         return
     values = "value is" if count == 1 else "values are"
     yield heading(f"Not checked ({count} numeric {values} not bound to a gate)")
-    for u in review.unbound:
+    for u in review.hints:
         yield item(f"{u.name} = {u.literal} ({u.file} line {u.line}): {u.reason}")
         if u.config.strip():
             yield indent(text("Config lines that would declare it:"))
-            block = "\n".join(u.config.rstrip("\n").splitlines())
-            yield indent(text(block, "cyan"), 4)
+            yield Verbatim(u.config, 4, "cyan")
 
 
 def _warnings(review: Review) -> Iterator[RenderableType]:

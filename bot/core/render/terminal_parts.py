@@ -1,5 +1,6 @@
 """The building blocks of the terminal review: plain text that wraps (never cut), list
-items with a hanging indent, indented blocks, section headings and shell commands to copy.
+items with a hanging indent, indented blocks, section headings, shell commands and config
+lines to copy.
 
 Every piece of outside text goes through ``plain`` (no terminal control reaches the
 screen) and into a ``rich.text.Text`` (no Rich markup is interpreted).
@@ -12,6 +13,7 @@ from collections.abc import Sequence
 from rich.console import Console, ConsoleOptions, RenderableType, RenderResult
 from rich.padding import Padding
 from rich.segment import Segment
+from rich.style import Style
 from rich.table import Table
 from rich.text import Text
 
@@ -56,4 +58,21 @@ class Command:
     def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
         for line in continued(self.argv, options.max_width, self.indent):
             yield Segment(line)
+            yield Segment.line()
+
+
+class Verbatim:
+    """Lines to copy as written (config lines), indented by ``indent`` and styled ``style``:
+    never wrapped, folded or padded, so that pasted they are the lines the review means (a
+    terminal may show a long one on two rows; it copies as one)."""
+
+    def __init__(self, block: str, indent: int = 4, style: str = "") -> None:
+        self.lines = tuple(plain(line) for line in block.rstrip("\n").splitlines())
+        self.indent = indent
+        self.style = Style.parse(style) if style else None
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        for line in self.lines:
+            yield Segment(" " * self.indent)
+            yield Segment(line, self.style)
             yield Segment.line()

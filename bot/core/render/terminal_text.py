@@ -147,7 +147,7 @@ def actions(review: Review, cli_options: str) -> list[Action]:
         )
     elif review.conclusion == "success":
         items.append("Nothing: the thresholds fit the recent runs.")
-    elif not review.gates and review.unbound:
+    elif not review.gates and review.hints:
         items.append(
             'Declare the values under "Not checked" that are thresholds in'
             " .github/threshold-bot.yml (the config lines above), or mark a placeholder"

@@ -372,8 +372,8 @@ def headline(review: Review, approved: str | None = None) -> Markdown:
         if review.gates:
             count = plural(len(review.gates), "placeholder")
             return Markdown(f"✅ **Nothing to judge** in this change: {count}, not judged.")
-        hinted = plural(len(review.unbound), "value")
-        if review.unbound:  # nothing bound, but something looked like a threshold
+        hinted = plural(len(review.hints), "value")
+        if review.hints:  # nothing bound, but something looked like a threshold
             return Markdown(
                 f"⚪ **No gate bound** in this change: {hinted} like a threshold below."
             )
@@ -573,9 +573,7 @@ def check_title(review: Review) -> str:
         if review.gates:
             return f"{plural(len(review.gates), 'placeholder')}, nothing to judge"
         return (
-            "No gate bound; values like thresholds listed"
-            if review.unbound
-            else "No threshold gates"
+            "No gate bound; values like thresholds listed" if review.hints else "No threshold gates"
         )
     if attention:
         verb = "needs" if len(attention) == 1 else "need"

@@ -32,7 +32,9 @@ _CONFIG_WORDS = frozenset(
     | {"PIXELS", "PORT", "SEED", "TIMEOUT", "SCALE", "WARMUP", "DECAY", "RANK", "SAMPLES"}
     | {"INTERVAL", "FREQ", "PERIOD", "LAYERS", "HEADS", "DIM"}
 )
-_BOUND_WORDS = frozenset({"MIN", "MAX", "LOWER", "UPPER", "FLOOR", "CEIL", "MINIMUM", "MAXIMUM"})
+_BOUND_WORDS = frozenset(
+    {"MIN", "MAX", "LOWER", "UPPER", "FLOOR", "CEIL", "CEILING", "MINIMUM", "MAXIMUM"}
+)
 
 
 def _words(name: str) -> list[str]:

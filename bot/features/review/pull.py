@@ -25,9 +25,10 @@ Decisions:
 - A PR without threshold files gets nothing: no comment, no check run.  A Python test file
   that the config does not name is read for its name only: it counts as a threshold file
   when the PR changes, adds or removes one of its gates (not when it merely has asserts).
-- A file the config's ``files:`` name in which no gate is bound but values look like
-  thresholds gets a ``neutral`` review listing them with the config lines that would
-  declare them: "no gates found" is never the whole answer for a file the config names.
+- A changed file the config names (``files:``, ``shell:``, ``python:``; a script or data
+  file read for what it is) in which no gate is bound but literals reach a comparison gets a
+  ``neutral`` review listing those hints with the config lines that would bind them: "no
+  gates found" is never the whole answer for it.
 """
 
 from __future__ import annotations
@@ -50,7 +51,6 @@ from bot.adapters.settings import DEFAULT_THRESHOLD_FILE_BYTES
 from bot.core import deadline
 from bot.core.analysis.review import build_review, merge_reviews, unavailable_review
 from bot.core.config import CONFIG_PATH, RepoConfig
-from bot.core.globs import glob_match
 from bot.core.history.series import with_series
 from bot.core.history.sources import (
     HistoryError,
@@ -297,23 +297,23 @@ def analyse(found: PullThresholds, history: HistorySource) -> Analysis:
         spec = change.head.source
         key = spec.key() if spec is not None else ""
         groups.setdefault(key, (spec, []))[1].append(change)
-    unbound: tuple[UnboundVariable, ...] = tuple(u for tf in found.files for u in tf.unbound)
+    hints: tuple[UnboundVariable, ...] = tuple(u for tf in found.files for u in tf.unbound)
     rule, regimes = found.config.rule, found.config.regimes
     reviews: list[Review] = []
     sources: list[SourceSpec] = []
     unavailable = False
     for spec, changes in groups.values():
-        shared = unbound if not reviews else ()
+        shared = hints if not reviews else ()
         deadline.check(f"reading the history of {spec.describe() if spec else 'a gate'}")
         if spec is None:
             error = "no history source: name a W&B project in the file or set one in " + CONFIG_PATH
-            reviews.append(unavailable_review(changes, error, rule=rule, unbound=shared))
+            reviews.append(unavailable_review(changes, error, rule=rule, hints=shared))
             continue
         try:  # curve and aggregation gates compare per-step series: ask for them
             runs = history.fetch(with_series(spec, (c.head for c in changes)))
         except SourceRefused as exc:
             error = f"{spec.describe()}: {exc}"
-            reviews.append(unavailable_review(changes, error, rule=rule, unbound=shared))
+            reviews.append(unavailable_review(changes, error, rule=rule, hints=shared))
             continue
         except HistoryError as exc:
             sources.append(spec)
@@ -321,15 +321,15 @@ def analyse(found: PullThresholds, history: HistorySource) -> Analysis:
             unavailable = unavailable or outage
             hint = f" — {RETRY_HINT}" if outage else ""  # retrying mends only an outage
             error = f"{spec.describe()}: {exc}{hint}"
-            reviews.append(unavailable_review(changes, error, rule=rule, unbound=shared))
+            reviews.append(unavailable_review(changes, error, rule=rule, hints=shared))
             continue
         sources.append(spec)
         reviews.append(
-            build_review(changes, runs, rule=rule, regime_settings=regimes, unbound=shared)
+            build_review(changes, runs, rule=rule, regime_settings=regimes, hints=shared)
         )
     # no gate: nothing was checked; literals that look like thresholds make that worth a look
-    empty: Conclusion = "neutral" if unbound else "success"
-    review = merge_reviews(reviews) if reviews else Review(conclusion=empty, unbound=unbound)
+    empty: Conclusion = "neutral" if hints else "success"
+    review = merge_reviews(reviews) if reviews else Review(conclusion=empty, hints=hints)
     review = mark_proposals(review, found.proposals)
     changed = _changed_reads(found)
     update: dict[str, object] = {
@@ -371,12 +371,11 @@ def _drift_window(found: PullThresholds) -> PullThresholds:
 
 
 def _hinted(found: PullThresholds) -> bool:
-    """Whether a file the config's ``files:`` name has literals no gate binds, with the config
-    lines that would declare them: "no gates found" is never the whole answer for it."""
-    named = [
-        tf for tf in found.files if any(glob_match(d.path, tf.path) for d in found.config.files)
-    ]
-    return any(u.config for tf in named for u in tf.unbound)
+    """Whether a file the config names (:func:`is_named`) has literals that reach a comparison
+    and that no gate binds: the PR gets a ``neutral`` review listing them, never silence. A
+    test file read only because of its name stays quiet unless the PR changes one of its
+    gates."""
+    return any(tf.unbound for tf in found.files if is_named(tf.path, found.config))
 
 
 # --------------------------------------------------------------------------- publishing
