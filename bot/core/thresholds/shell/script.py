@@ -32,7 +32,7 @@ line are dropped.  The W&B project named in the file is the file's source (``she
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import PurePosixPath
 from typing import cast
@@ -41,6 +41,7 @@ from bot.core.models import DeclaredSource, Gate, Op, ThresholdFile, UnboundVari
 from bot.core.thresholds.errors import ThresholdFileError
 from bot.core.thresholds.expressions.gates import MAY_COMPARE, Located, expression_gates
 from bot.core.thresholds.hints import config_lines, guess_metric, metric_like
+from bot.core.thresholds.shell.follow import follow
 from bot.core.thresholds.shell.hints import variable_uses
 from bot.core.thresholds.shell.lexer import Heredoc, NestingError, Word, lex
 from bot.core.thresholds.shell.quoting import heredoc_offsets, unquote_offsets
@@ -204,8 +205,11 @@ def _uncompared(
         yield _unbound(name, path, line, literal, reason)
 
 
-def parse_shell(path: str, text: str) -> ThresholdFile:
-    """Find the gates of a shell script, what could not be bound, and its W&B project."""
+def parse_shell(path: str, text: str, related: Mapping[str, str] | None = None) -> ThresholdFile:
+    """Find the gates of a shell script, what could not be bound, and its W&B project.
+
+    ``related``: texts of the repository scripts it runs (``calls.called_scripts``), by path.
+    """
     found = scan(path, text)
     by_name: dict[str, list[Assignment]] = {}
     for a in found.assignments:
@@ -215,9 +219,21 @@ def parse_shell(path: str, text: str) -> ThresholdFile:
         if (c.metric, c.op) not in {(o.metric, o.op) for o in compared.get(c.name, [])}:
             compared.setdefault(c.name, []).append(c)
     gates, unbound = _variable_gates(path, found, by_name, compared)
-    unbound += _uncompared(path, found, by_name, set(compared))
+    followed, shell_hints = follow(path, text, found, related or {})
+    bound = set(compared) | {g.name for g in followed if g.name in by_name}
+    hinted = {h.name: h for h in shell_hints if h.name in by_name}
+    for u in _uncompared(path, found, by_name, bound):
+        better = hinted.get(u.name)
+        unbound.append(u if better is None or u.config else better)
+    unbound += [h for h in shell_hints if h.name not in by_name]
     in_strings, hints = expression_gates(path, text, _strings(found))
     gates += [g.model_copy(update={"ignored": _marked(found, g.line)}) for g in in_strings]
+    known = {(g.start, g.metric, g.op) for g in gates}
+    gates += [
+        g.model_copy(update={"ignored": _marked(found, g.line, int(g.context.split()[-1]))})
+        for g in followed
+        if (g.start, g.metric, g.op) not in known
+    ]
     unbound = [u for u in unbound + hints if u.line not in found.marked]
     gates.sort(key=lambda g: (g.start, g.line))
     unbound.sort(key=lambda u: u.line)
