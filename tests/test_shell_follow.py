@@ -194,3 +194,31 @@ def test_hinted_variable_config_lines_declare_the_gate() -> None:
     parsed = find_gates("ci/check.sh", text, config)
     assert parsed is not None
     assert [(g.literal, g.op) for g in parsed.gates] == [("900", ">=")]
+
+
+def test_else_branches_names_and_markers() -> None:
+    text = """#!/bin/bash
+ok=$(jq '.ok_rate' s.json)
+if [[ $ok > 0.9 ]]; then echo fine; else echo "ok_rate $ok"; exit 1; fi
+if (( $(echo "$ok > 0.995" | bc) )); then exit 4; fi  # threshold-bot: ignore
+[ $# -lt 2 ] && { echo usage; exit 2; }
+[ "$(ls out | wc -l)" -ge 3 ] || exit 1
+python -c "assert float('$ok') > 0.5" && python -c "assert $ok > 0.6"
+"""
+    parsed = parse_shell("ci/check.sh", text)
+    got = {(g.name, g.literal, g.op, g.ignored != "") for g in parsed.gates}
+    assert got == {("ok_rate >", "0.9", ">", False), ("ok_rate <=", "0.995", "<=", True)}
+    assert parsed.unbound == ()  # argument counts and listed files: not even hints
+
+
+def test_a_repeated_metric_and_operator_is_numbered() -> None:
+    text = 'set -e\ns=$(jq .f1 r.json)\n[ "$s" \\> 0.4 ]\n(( $(echo "$s > 0.45" | bc) ))\n'
+    names = [(g.name, g.literal) for g in parse_shell("ci/check.sh", text).gates]
+    assert names == [("f1 >", "0.4"), ("f1 > #2", "0.45")]
+
+
+def test_function_calls_are_bounded() -> None:
+    calls = "".join(f"check {n}.5\n" for n in range(400))
+    text = '#!/bin/bash\ncheck() { if [[ $(echo "$(jq .acc r.json) < $1" | bc) == 1 ]]; then exit 1; fi; }\n'
+    gates = parse_shell("ci/check.sh", text + calls).gates
+    assert 0 < len(gates) <= 256

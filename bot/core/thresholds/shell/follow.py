@@ -26,9 +26,9 @@ from __future__ import annotations
 
 import ast
 import re
-from itertools import accumulate
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from itertools import accumulate
 from typing import cast
 
 from bot.core.models import Gate, Op, UnboundVariable
@@ -37,7 +37,7 @@ from bot.core.thresholds.shell.argv import MAX_CHARS, NEGATED, Arg, Positional, 
 from bot.core.thresholds.shell.calls import script_call
 from bot.core.thresholds.shell.lexer import Operator, Token, Word, lex
 from bot.core.thresholds.shell.quoting import Part, unquote_offsets
-from bot.core.thresholds.shell.scan import NUMBER, Assignment, Scan, shown
+from bot.core.thresholds.shell.scan import NUMBER, Assignment, Scan, marked, shown
 
 MAX_DEPTH = 2
 _KEYWORDS = frozenset({"if", "then", "else", "elif", "fi", "do", "done", "while", "until", "!"})
@@ -57,7 +57,6 @@ _BC = re.compile(
     r"\s*\|\s*bc(?:\s+-\w+)*\s*\)",
     re.DOTALL,
 )
-_BC_CMP = re.compile(rf"\s*{_CMP}\s*")
 _AWK = (
     (re.compile(rf"exit\s*!\s*\(\s*{_CMP}\s*\)"), True),
     (re.compile(rf"exit\s*\(\s*{_CMP}\s*\)"), False),
@@ -77,6 +76,10 @@ _COUNTS = frozenset(
     | {"len", "length", "iter", "iters", "iteration", "iterations", "nodes", "lines", "rc"}
     | {"status", "code", "retries", "i", "j", "k", "world"}
 )
+_COUNTED = re.compile(r"\$[#?]|\$\{#|\b(?:wc|nproc|nvidia-smi|ls|find|grep\s+-c)\b")
+"""An argument count, exit status, length or a count a command prints: never a metric."""
+MAX_CALLS = 256
+"""Function calls followed per script, at most."""
 _PYTHON = re.compile(r"(?:\S*/)?python(?:\d+(?:\.\d+)?)?")
 
 
@@ -129,9 +132,10 @@ class _Env:
     name: str | None
     caller: _Env | None
     depth: int
+    returns: bool  # a ``return N`` (N ≠ 0) fails the job: the call's failure does
 
 
-_TOP = _Env((), {}, None, None, 0)
+_TOP = _Env((), {}, None, None, 0, False)
 
 
 def _word_raw(word: Word, text: str) -> Raw:
@@ -213,12 +217,13 @@ def _commands(text: str, tokens: list[Token]) -> list[_Cmd]:
     return out
 
 
-def _exits(cmd: _Cmd, bare: bool) -> bool:
-    """``exit N`` / ``return N`` (N ≠ 0; a bare ``exit`` after ``||``), or ``false``."""
+def _exits(cmd: _Cmd, bare: bool, returns: bool) -> bool:
+    """``exit N`` (N ≠ 0; a bare ``exit`` after ``||``), ``return N`` when ``returns`` (the
+    function's failure fails the job), or ``false``."""
     words = [w.unquoted() for w in cmd.words]
     if not words:
         return False
-    if words[0] in ("exit", "return"):
+    if words[0] == "exit" or (words[0] == "return" and returns):
         return (len(words) == 1 and bare) or (len(words) > 1 and words[1] not in ("0", "$?"))
     return words[0] == "false"
 
@@ -236,34 +241,42 @@ def _group(cmds: list[_Cmd], k: int) -> list[_Cmd]:
     return out
 
 
-def _body_exits(cmds: list[_Cmd], k: int) -> bool:
-    """Whether the ``then`` branch of the ``if`` whose condition is ``cmds[k]`` exits."""
+def _branches_exit(cmds: list[_Cmd], k: int, returns: bool) -> bool | None:
+    """For the ``if`` whose condition is ``cmds[k]``: True when its ``then`` branch exits,
+    False when only its ``else`` branch does, None when neither."""
     then = next((j for j in range(k, len(cmds)) if "then" in cmds[j].keywords), None)
     if then is None:
-        return False
-    depth = 0
+        return None
+    depth, branch = 0, "then"
+    exits = {"then": False, "else": False}
     for c in cmds[then:]:
         if c is not cmds[then] and depth == 0 and {"else", "elif", "fi"} & set(c.keywords):
-            return False
+            if "else" not in c.keywords:
+                break
+            branch = "else"
         depth += c.keywords.count("if") - c.keywords.count("fi")
         if depth < 0:
-            return False
-        if _exits(c, False):
-            return True
-    return False
+            break
+        exits[branch] = exits[branch] or _exits(c, False, returns)
+    if exits["then"]:
+        return True
+    return False if exits["else"] else None
 
 
-def _failing(cmds: list[_Cmd], k: int, errexit: bool, last: int) -> bool | None:
-    """True: the job fails when ``cmds[k]`` succeeds; False: when it fails; None: neither."""
+def _failing(cmds: list[_Cmd], k: int, errexit: bool, last: int, returns: bool) -> bool | None:
+    """True: the job fails when ``cmds[k]`` succeeds; False: when it fails; None: neither.
+
+    ``last``: the index of the script's last command (-1 in a function); ``returns``: a
+    ``return N`` fails the job (a function whose call fails it)."""
     c = cmds[k]
     flip = c.keywords.count("!") % 2 == 1
     result: bool | None = None
     if {"if", "elif"} & set(c.keywords) and c.after not in ("&&", "||", "|"):
-        result = True if _body_exits(cmds, k) else None
+        result = _branches_exit(cmds, k, returns)
     elif {"while", "until"} & set(c.keywords) or c.before in ("&&", "||", "|"):
         return None
     elif c.after in ("||", "&&") and k + 1 < len(cmds):
-        exits = any(_exits(g, c.after == "||") for g in _group(cmds, k + 1))
+        exits = any(_exits(g, c.after == "||", returns) for g in _group(cmds, k + 1))
         result = (c.after == "&&") if exits else None
     elif c.after == "|":
         return None
@@ -303,15 +316,12 @@ def _bc(raw: Raw) -> tuple[Raw, str, Raw] | None:
     if m is None:
         return None
     group = "d" if m["d"] is not None else "s" if m["s"] is not None else "p"
-    inner = _BC_CMP.fullmatch(m[group])
-    if inner is None:
+    split = _top_split(m[group])
+    if split is None:
         return None
+    a, op, b = split
     at = raw.start + m.start(group)
-    return (
-        Raw(inner["a"], at + inner.start("a")),
-        inner["op"],
-        Raw(inner["b"], at + inner.start("b")),
-    )
+    return Raw(a, at), op, Raw(b, at + len(a) + len(op))
 
 
 def _truth(a: Raw, op: str, b: Raw) -> tuple[Raw, str, Raw] | None:
@@ -367,6 +377,7 @@ class _Follow:
     hints: list[UnboundVariable] = field(default_factory=list)
     bodies: dict[str, list[_Cmd]] = field(default_factory=dict)
     params: dict[str, dict[str, int]] = field(default_factory=dict)
+    calls: int = 0
 
     # ------------------------------------------------------------------ operands
 
@@ -560,6 +571,8 @@ class _Follow:
         if value == 0 or (value == 1 and op in (">=", ">") and "." not in b.literal):
             return
         at = self.found.line(b.start)
+        if isinstance(a, _Unknown) and _COUNTED.search(a.text):
+            return
         if isinstance(a, _Unknown):
             reason = (
                 f"compared on line {line} with {shown(a.text)}, a value whose metric is not"
@@ -607,6 +620,7 @@ class _Follow:
                 start=b.start,
                 end=b.start + len(b.literal),
                 context=f"line {line}",
+                ignored=marked(self.found, at, line),
             )
         )
 
@@ -632,15 +646,16 @@ class _Follow:
             if skip:
                 skip -= 1
                 continue
-            failing = _failing(cmds, k, self.errexit, last if env.depth == 0 else -1)
+            top = env.depth == 0
+            failing = _failing(cmds, k, self.errexit, last if top else -1, env.returns)
+            first = cmd.words[0].unquoted() if cmd.words else ""
+            if first in self.bodies and env.depth < MAX_DEPTH:  # its ``exit`` exits the job
+                self._call(first, cmd, env, returns=failing is False)
+                continue
             if failing is None:
                 continue
             start = cmd.arith.start if cmd.arith else cmd.words[0].start if cmd.words else 0
             line = self.found.line(start)
-            first = cmd.words[0].unquoted() if cmd.words else ""
-            if first in self.bodies and env.depth < MAX_DEPTH and not failing:
-                self._call(first, cmd, env)
-                continue
             if not failing:
                 self._script(cmd, env, line)
             found, joined = self._comparisons(cmd)
@@ -659,7 +674,10 @@ class _Follow:
             return []
         return _group(cmds, k + 1)
 
-    def _call(self, name: str, cmd: _Cmd, env: _Env) -> None:
+    def _call(self, name: str, cmd: _Cmd, env: _Env, *, returns: bool) -> None:
+        self.calls += 1
+        if self.calls > MAX_CALLS:
+            return
         args = tuple(_word_raw(w, self.text) for w in cmd.words[1:])
         params = self.params[name]
         named = next((i for p, i in params.items() if p.lower() in _NAME_PARAMS), None)
@@ -674,7 +692,7 @@ class _Follow:
             )
         elif len(bare) == 1:
             label = _stripped(bare[0]).text
-        inner = _Env(args, params, label, env, env.depth + 1)
+        inner = _Env(args, params, label, env, env.depth + 1, returns)
         self.walk(self.bodies[name], inner)
 
     def _script(self, cmd: _Cmd, env: _Env, line: int) -> None:

@@ -70,6 +70,12 @@ def shown(value: str) -> str:
     return repr(value if len(value) <= _SHOWN else value[:_SHOWN] + "…")
 
 
+def marked(found: Scan, *lines: int) -> str:
+    """Why a gate on ``lines`` is a placeholder: the first marked one (``""``: none)."""
+    line = next((n for n in lines if n in found.marked), None)
+    return f"marked '# threshold-bot: ignore' on line {line}" if line is not None else ""
+
+
 def _assignment(word: Word, newlines: list[int]) -> Assignment | None:
     """``NAME=value`` as a word; the numeric literal's span when the value is one."""
     first = word.parts[0]

@@ -32,6 +32,7 @@ line are dropped.  The W&B project named in the file is the file's source (``she
 from __future__ import annotations
 
 import re
+from collections import Counter
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import PurePosixPath
@@ -45,7 +46,7 @@ from bot.core.thresholds.shell.follow import follow
 from bot.core.thresholds.shell.hints import variable_uses
 from bot.core.thresholds.shell.lexer import Heredoc, NestingError, Word, lex
 from bot.core.thresholds.shell.quoting import heredoc_offsets, unquote_offsets
-from bot.core.thresholds.shell.scan import Assignment, Scan, scan, shown
+from bot.core.thresholds.shell.scan import Assignment, Scan, marked, scan, shown
 from bot.core.thresholds.shell.source import named_source
 
 SHELL_SUFFIXES = frozenset({".sh", ".bash"})
@@ -127,11 +128,6 @@ def _nested(text: str, offsets: Sequence[int]) -> Iterator[Located]:
                 yield Located(inner, [offsets[i] for i in at])
 
 
-def _marked(found: Scan, *lines: int) -> str:
-    line = next((n for n in lines if n in found.marked), None)
-    return f"marked '# threshold-bot: ignore' on line {line}" if line is not None else ""
-
-
 def _unbound(name: str, path: str, line: int, literal: str, reason: str) -> UnboundVariable:
     return UnboundVariable(name=name, file=path, line=line, literal=literal, reason=reason)
 
@@ -175,7 +171,7 @@ def _variable_gates(
                     literal=literal,
                     start=first.start,
                     end=first.end,
-                    ignored=_marked(found, first.line, use.line),
+                    ignored=marked(found, first.line, use.line),
                 )
                 for use in uses
             ]
@@ -227,13 +223,15 @@ def parse_shell(path: str, text: str, related: Mapping[str, str] | None = None) 
         unbound.append(u if better is None or u.config else better)
     unbound += [h for h in shell_hints if h.name not in by_name]
     in_strings, hints = expression_gates(path, text, _strings(found))
-    gates += [g.model_copy(update={"ignored": _marked(found, g.line)}) for g in in_strings]
+    gates += [g.model_copy(update={"ignored": marked(found, g.line)}) for g in in_strings]
     known = {(g.start, g.metric, g.op) for g in gates}
-    gates += [
-        g.model_copy(update={"ignored": _marked(found, g.line, int(g.context.split()[-1]))})
-        for g in followed
-        if (g.start, g.metric, g.op) not in known
-    ]
+    names = Counter(g.name for g in gates)
+    for g in followed:
+        if (g.start, g.metric, g.op) in known:
+            continue
+        names[g.name] += 1
+        count = 1 if g.name in by_name else names[g.name]  # a variable's gates share its name
+        gates.append(g if count == 1 else g.model_copy(update={"name": f"{g.name} #{count}"}))
     unbound = [u for u in unbound + hints if u.line not in found.marked]
     gates.sort(key=lambda g: (g.start, g.line))
     unbound.sort(key=lambda u: u.line)
@@ -278,5 +276,5 @@ def declared_gate(path: str, text: str, name: str, variable: str, metric: str, o
         literal=a.literal,
         start=a.start,
         end=a.end,
-        ignored=_marked(found, a.line),
+        ignored=marked(found, a.line),
     )
