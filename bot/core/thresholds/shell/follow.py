@@ -35,7 +35,7 @@ from bot.core.models import Gate, Op, UnboundVariable
 from bot.core.thresholds.hints import config_lines, guess_metric
 from bot.core.thresholds.shell.argv import MAX_CHARS, NEGATED, Arg, Positional, argument_checks
 from bot.core.thresholds.shell.calls import script_call
-from bot.core.thresholds.shell.lexer import Operator, Token, Word, lex
+from bot.core.thresholds.shell.lexer import Operator, Token, Word
 from bot.core.thresholds.shell.quoting import Part, unquote_offsets
 from bot.core.thresholds.shell.scan import NUMBER, Assignment, Scan, marked, shown
 
@@ -80,6 +80,8 @@ _COUNTED = re.compile(r"\$[#?]|\$\{#|\b(?:wc|nproc|nvidia-smi|ls|find|grep\s+-c)
 """An argument count, exit status, length or a count a command prints: never a metric."""
 MAX_CALLS = 256
 """Function calls followed per script, at most."""
+MAX_WORK = 100_000
+"""Commands visited per script (in the script and the functions it calls), at most."""
 _PYTHON = re.compile(r"(?:\S*/)?python(?:\d+(?:\.\d+)?)?")
 
 
@@ -228,63 +230,91 @@ def _exits(cmd: _Cmd, bare: bool, returns: bool) -> bool:
     return words[0] == "false"
 
 
-def _group(cmds: list[_Cmd], k: int) -> list[_Cmd]:
-    """The commands of the ``{ … }`` group starting at ``cmds[k]`` (or that one command)."""
-    if "{" not in cmds[k].keywords:
-        return [cmds[k]]
-    depth, out = 0, []
-    for c in cmds[k:]:
-        depth += c.keywords.count("{") - c.keywords.count("}")
-        out.append(c)
-        if depth <= 0:
-            break
-    return out
+@dataclass
+class _Shape:
+    """Where each ``{`` group ends and which branches of each ``if`` exit: one pass."""
 
+    cmds: list[_Cmd]
+    group_end: dict[int, int] = field(default_factory=dict)
+    # per ``if``/``elif`` condition: (then, else) branch flags, by exit only and by exit or return
+    branches: dict[int, tuple[bool, bool, bool, bool]] = field(default_factory=dict)
+    exits: list[int] = field(default_factory=list)  # prefix counts of exit commands
+    returns: list[int] = field(default_factory=list)  # … of exit or return commands
 
-def _branches_exit(cmds: list[_Cmd], k: int, returns: bool) -> bool | None:
-    """For the ``if`` whose condition is ``cmds[k]``: True when its ``then`` branch exits,
-    False when only its ``else`` branch does, None when neither."""
-    then = next((j for j in range(k, len(cmds)) if "then" in cmds[j].keywords), None)
-    if then is None:
-        return None
-    depth, branch = 0, "then"
-    exits = {"then": False, "else": False}
-    for c in cmds[then:]:
-        if c is not cmds[then] and depth == 0 and {"else", "elif", "fi"} & set(c.keywords):
-            if "else" not in c.keywords:
-                break
-            branch = "else"
-        depth += c.keywords.count("if") - c.keywords.count("fi")
-        if depth < 0:
-            break
-        exits[branch] = exits[branch] or _exits(c, False, returns)
-    if exits["then"]:
-        return True
-    return False if exits["else"] else None
+    @classmethod
+    def of(cls, cmds: list[_Cmd]) -> _Shape:
+        shape = cls(cmds)
+        braces: list[int] = []
+        frames: list[dict[str, object]] = []
+        flags: dict[int, list[bool]] = {}
+        exits = returns = 0
+        for k, c in enumerate(cmds):
+            for keyword in c.keywords:
+                if keyword == "{":
+                    braces.append(k)
+                elif keyword == "}" and braces:
+                    shape.group_end[braces.pop()] = k
+                elif keyword == "if":
+                    frames.append({"cond": k, "branch": 0})
+                    flags[k] = [False] * 4
+                elif keyword == "elif" and frames:
+                    frames[-1].update(cond=k, branch=0)
+                    flags[k] = [False] * 4
+                elif keyword in ("then", "else") and frames:
+                    frames[-1]["branch"] = 1 if keyword == "then" else 2
+                elif keyword == "fi" and frames:
+                    frames.pop()
+            by_exit, by_return = _exits(c, False, False), _exits(c, False, True)
+            exits, returns = exits + by_exit, returns + by_return
+            shape.exits.append(exits)
+            shape.returns.append(returns)
+            if frames and (branch := cast(int, frames[-1]["branch"])):
+                mark = flags[cast(int, frames[-1]["cond"])]
+                mark[branch - 1] |= by_exit
+                mark[branch + 1] |= by_return
+        shape.branches = {k: (f[0], f[1], f[2], f[3]) for k, f in flags.items()}
+        return shape
 
+    def group(self, k: int) -> range:
+        """The commands of the ``{ … }`` group starting at ``k`` (or that one command)."""
+        return range(k, self.group_end.get(k, k) + 1)
 
-def _failing(cmds: list[_Cmd], k: int, errexit: bool, last: int, returns: bool) -> bool | None:
-    """True: the job fails when ``cmds[k]`` succeeds; False: when it fails; None: neither.
+    def exit_in(self, span: range, returns: bool) -> bool:
+        counts = self.returns if returns else self.exits
+        return counts[span[-1]] - (counts[span[0] - 1] if span[0] else 0) > 0
 
-    ``last``: the index of the script's last command (-1 in a function); ``returns``: a
-    ``return N`` fails the job (a function whose call fails it)."""
-    c = cmds[k]
-    flip = c.keywords.count("!") % 2 == 1
-    result: bool | None = None
-    if {"if", "elif"} & set(c.keywords) and c.after not in ("&&", "||", "|"):
-        result = _branches_exit(cmds, k, returns)
-    elif {"while", "until"} & set(c.keywords) or c.before in ("&&", "||", "|"):
-        return None
-    elif c.after in ("||", "&&") and k + 1 < len(cmds):
-        exits = any(_exits(g, c.after == "||", returns) for g in _group(cmds, k + 1))
-        result = (c.after == "&&") if exits else None
-    elif c.after == "|":
-        return None
-    elif (errexit and not flip) or k == last:
-        result = False
-    if result is None:
-        return None
-    return not result if flip else result
+    def branches_exit(self, k: int, returns: bool) -> bool | None:
+        """For the ``if`` whose condition is ``k``: True when its ``then`` branch exits,
+        False when only its ``else`` branch does, None when neither."""
+        then_exit, else_exit, then_any, else_any = self.branches.get(k, (False,) * 4)
+        if then_any if returns else then_exit:
+            return True
+        return False if (else_any if returns else else_exit) else None
+
+    def failing(self, k: int, errexit: bool, last: int, returns: bool) -> bool | None:
+        """True: the job fails when command ``k`` succeeds; False: when it fails; None:
+        neither.  ``last``: the script's last command (-1 in a function); ``returns``: a
+        ``return N`` fails the job (a function whose call fails it)."""
+        c = self.cmds[k]
+        flip = c.keywords.count("!") % 2 == 1
+        result: bool | None = None
+        if {"if", "elif"} & set(c.keywords) and c.after not in ("&&", "||", "|"):
+            result = self.branches_exit(k, returns)
+        elif {"while", "until"} & set(c.keywords) or c.before in ("&&", "||", "|"):
+            return None
+        elif c.after in ("||", "&&") and k + 1 < len(self.cmds):
+            nxt = self.cmds[k + 1]
+            exits = _exits(nxt, c.after == "||", returns) or (
+                "{" in nxt.keywords and self.exit_in(self.group(k + 1), returns)
+            )
+            result = (c.after == "&&") if exits else None
+        elif c.after == "|":
+            return None
+        elif (errexit and not flip) or k == last:
+            result = False
+        if result is None:
+            return None
+        return not result if flip else result
 
 
 def _metric_of(value: str) -> str | None:
@@ -371,13 +401,15 @@ class _Follow:
     text: str
     found: Scan
     related: Mapping[str, str]
+    shape: _Shape
     errexit: bool = False
     by_name: dict[str, list[Assignment]] = field(default_factory=dict)
     gates: list[Gate] = field(default_factory=list)
     hints: list[UnboundVariable] = field(default_factory=list)
-    bodies: dict[str, list[_Cmd]] = field(default_factory=dict)
+    bodies: dict[str, range] = field(default_factory=dict)
     params: dict[str, dict[str, int]] = field(default_factory=dict)
     calls: int = 0
+    work: int = 0
 
     # ------------------------------------------------------------------ operands
 
@@ -636,19 +668,19 @@ class _Follow:
             return self._python(cmd), False
         return [], False
 
-    def walk(self, cmds: list[_Cmd], env: _Env) -> None:
-        last = len(cmds) - 1
-        skip = 0
-        for k, cmd in enumerate(cmds):
-            if cmd.function:
-                skip = len(self._body(cmds, k))
+    def walk(self, span: range, env: _Env) -> None:
+        """Follow the commands in ``span`` (the script, or a function's body)."""
+        last = len(self.shape.cmds) - 1 if env.depth == 0 else -1
+        k = span.start
+        while k < span.stop and self.work < MAX_WORK:
+            self.work += 1
+            cmd = self.shape.cmds[k]
+            if cmd.function:  # a definition: followed at its calls
+                k = self._body(k).stop
                 continue
-            if skip:
-                skip -= 1
-                continue
-            top = env.depth == 0
-            failing = _failing(cmds, k, self.errexit, last if top else -1, env.returns)
+            failing = self.shape.failing(k, self.errexit, last, env.returns)
             first = cmd.words[0].unquoted() if cmd.words else ""
+            k += 1
             if first in self.bodies and env.depth < MAX_DEPTH:  # its ``exit`` exits the job
                 self._call(first, cmd, env, returns=failing is False)
                 continue
@@ -665,14 +697,15 @@ class _Follow:
                 op = _NOT[op] if failing else op
                 self._record(self.operand(a, env), op, self.operand(b, env), line, (a, b))
 
-    def _body(self, cmds: list[_Cmd], k: int) -> list[_Cmd]:
-        """The commands of the function defined at ``cmds[k]`` (``name() {`` on its own
-        command, or ``function name {``): the ``{ … }`` group."""
-        if "{" in cmds[k].keywords:
-            return _group(cmds, k)[1:]
-        if k + 1 >= len(cmds) or "{" not in cmds[k + 1].keywords:
-            return []
-        return _group(cmds, k + 1)
+    def _body(self, k: int) -> range:
+        """The commands of the function defined at ``k`` (``name() {`` then its group, or
+        ``function name {``)."""
+        if "{" in self.shape.cmds[k].keywords:
+            group = self.shape.group(k)
+            return range(k + 1, group.stop)
+        if k + 1 < len(self.shape.cmds) and "{" in self.shape.cmds[k + 1].keywords:
+            return self.shape.group(k + 1)
+        return range(k + 1, k + 1)
 
     def _call(self, name: str, cmd: _Cmd, env: _Env, *, returns: bool) -> None:
         self.calls += 1
@@ -758,23 +791,22 @@ def follow(
 ) -> tuple[list[Gate], list[UnboundVariable]]:
     """The gates the script's failing comparisons bind, and the numbers they reach that
     are no gates or cannot be followed (hints)."""
-    cmds = _commands(text, lex(text).tokens)
-    state = _Follow(path, text, found, related, _errexit(cmds, text))
+    cmds = _commands(text, found.tokens)
+    state = _Follow(path, text, found, related, _Shape.of(cmds), _errexit(cmds, text))
     for a in found.assignments:
         state.by_name.setdefault(a.name, []).append(a)
     for k, cmd in enumerate(cmds):
         if cmd.function:
-            body = state._body(cmds, k)
-            state.bodies[cmd.function] = body
+            body = state.bodies[cmd.function] = state._body(k)
             locals_: dict[str, int] = {}
-            for c in body:
+            for c in (cmds[j] for j in body):
                 for w in c.words:
                     name, eq, value = w.unquoted().partition("=")
                     var = _VAR.fullmatch(value) if eq else None
                     if var is not None and (var["a"] or var["b"] or "").isdigit():
                         locals_[name] = int(var["a"] or var["b"])
             state.params[cmd.function] = locals_
-    state.walk(cmds, _TOP)
+    state.walk(range(len(cmds)), _TOP)
     unique: dict[tuple[int, str, str], Gate] = {}
     for g in state.gates:
         unique.setdefault((g.start, g.metric, g.op), g)

@@ -12,7 +12,7 @@ from bisect import bisect_left
 from dataclasses import dataclass, field
 
 from bot.core.thresholds.errors import ThresholdFileError
-from bot.core.thresholds.shell.lexer import Heredoc, NestingError, Operator, Word, lex
+from bot.core.thresholds.shell.lexer import Heredoc, NestingError, Operator, Token, Word, lex
 from bot.core.thresholds.shell.quoting import Part, unquote_part
 
 NUMBER = r"[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?"
@@ -51,6 +51,7 @@ class Scan:
     commands: list[list[Word]] = field(default_factory=list)
     strings: list[Part | Heredoc] = field(default_factory=list)
     marked: set[int] = field(default_factory=set)
+    tokens: list[Token] = field(default_factory=list)  # the lexer's, for ``follow``
 
     def line(self, offset: int) -> int:
         """The 1-based line of a file offset."""
@@ -109,7 +110,7 @@ def scan(path: str, text: str) -> Scan:
         lexed = lex(text)
     except NestingError as exc:
         raise ThresholdFileError(path, line_of(newlines, exc.offset), str(exc)) from None
-    found = Scan(newlines, strings=list(lexed.heredocs))
+    found = Scan(newlines, strings=list(lexed.heredocs), tokens=lexed.tokens)
     found.marked = {line_of(newlines, at) for at, note in lexed.comments if _IGNORE.search(note)}
     state, redirect = "start", False
     command: list[Word] = []
