@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from bot.core.config import parse_config
 from bot.core.models import Gate
@@ -223,3 +225,21 @@ def test_function_calls_are_bounded() -> None:
     text = f"#!/bin/bash\ncheck() {{ {body}; }}\n"
     gates = parse_shell("ci/check.sh", text + calls).gates
     assert len(gates) == 256  # MAX_CALLS calls followed, the rest not
+
+
+PIECES = [
+    *"\n;|&!{}() ",
+    "[ ", " ]", "[[ ", " ]]", "(( ", " ))", "if ", "then ", "else ", "fi", "exit 1", "return 1",
+    "set -e", "|| ", "&& ", "f() ", "f ", "$1", '"$x"', "x=0.5", "y=$(jq .a.b f)", "$y", "-lt ",
+    "-ge ", "< ", "> ", "12.5", "0", '$(echo "$y < 0.3" | bc)', "awk -v p=$y 'BEGIN{exit !(p<2)}'",
+    "python -c \"import sys; sys.exit(0 if float('$y') > 1.5 else 1)\"", "-eq 0", "function g {",
+]
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.sampled_from(PIECES), max_size=60).map("".join))
+def test_followed_gates_hold_their_literals_on_any_mix(text: str) -> None:
+    for gate in parse_shell("t.sh", text, {"t.py": CHECKER}).gates:
+        assert text[gate.start : gate.end] == gate.literal
+        assert gate.line == text[: gate.start].count("\n") + 1
+        assert gate.op in (">=", ">", "<=", "<")

@@ -1,6 +1,6 @@
 """Gates in shell scripts, found with no configuration (docs/threshold-files.md).
 
-Two shapes:
+Three shapes:
 
 1. A variable assigned a numeric literal exactly once in the file (``NAME=0.56``,
    ``export NAME="0.56"``, ``readonly NAME='0.56'``, ``declare -r NAME=.5``, ``local NAME=5.``,
@@ -12,6 +12,10 @@ Two shapes:
    (``CHECK="python c.py 'max(data[\\"x\\"]) < 2'"``) and on a line of a here-document:
    ``expression_gates`` reads it, and the literal's span is its place in the file, through
    the quoting and escapes (strings inside strings: up to ``MAX_NESTED_CHARS``).
+
+3. A number followed to a test command, ``bc`` / ``awk`` / ``python -c`` comparison, shell
+   function or called repository script that fails the job (``|| exit 1``, ``if …; then exit
+   1``, ``set -e``): ``follow.follow``; the called scripts' texts come as ``related``.
 
 Binding rules for variables (never guess):
 
