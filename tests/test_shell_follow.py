@@ -272,3 +272,20 @@ def test_followed_gates_hold_their_literals_on_any_mix(text: str) -> None:
         assert text[gate.start : gate.end] == gate.literal
         assert gate.line == text[: gate.start].count("\n") + 1
         assert gate.op in (">=", ">", "<=", "<")
+
+
+def test_here_string_bc_awk_with_shell_variables_and_python_reading_keys() -> None:
+    text = """#!/bin/bash
+set -e
+top1=$(jq .val.top1 m.json)
+MIN_TOP5=0.93
+(( $(bc -l <<< "$top1 >= 0.761") )) || exit 1
+top5=$(jq .val.top5 m.json)
+awk "BEGIN { exit !($top5 >= $MIN_TOP5) }"
+python3 -c "import json, sys; m = json.load(open('m.json')); sys.exit(0 if m['val']['nll'] < 1.02 else 1)"
+"""
+    assert found(text) == {
+        ("val/top1", "0.761", ">="),
+        ("val/top5", "0.93", ">="),
+        ("val/nll", "1.02", "<"),
+    }

@@ -53,8 +53,9 @@ _VAR = re.compile(r"\$(?:\{(?P<a>[A-Za-z_]\w*|\d)\}|(?P<b>[A-Za-z_]\w*|\d))")
 _NAME = re.compile(r"[A-Za-z_]\w*")
 _CMP = r"(?P<a>[^()<>=!&|]+?)\s*(?P<op><=|>=|==|!=|<|>)\s*(?P<b>[^()<>=!&|]+?)"
 _BC = re.compile(
-    r"\$\(\s*echo\s+(?:-e\s+)?(?:\"(?P<d>[^\"]*)\"|'(?P<s>[^']*)'|(?P<p>[^|\"']*?))"
-    r"\s*\|\s*bc(?:\s+-\w+)*\s*\)",
+    r"\$\(\s*(?:echo\s+(?:-e\s+)?(?:\"(?P<d>[^\"]*)\"|'(?P<s>[^']*)'|(?P<p>[^|\"']*?))"
+    r"\s*\|\s*bc(?:\s+-\w+)*"
+    r"|bc(?:\s+-\w+)*\s*<<<\s*(?:\"(?P<d2>[^\"]*)\"|'(?P<s2>[^']*)'))\s*\)",
     re.DOTALL,
 )
 _AWK = (
@@ -92,6 +93,7 @@ class Raw:
     text: str
     start: int
     arith: bool = False  # a bare name is a shell variable (``(( x < 1 ))``)
+    metric: str = ""  # a value read at this key (``d['acc']`` in ``python -c``)
 
 
 @dataclass(frozen=True, slots=True)
@@ -345,7 +347,7 @@ def _bc(raw: Raw) -> tuple[Raw, str, Raw] | None:
     m = _BC.fullmatch(raw.text)
     if m is None:
         return None
-    group = "d" if m["d"] is not None else "s" if m["s"] is not None else "p"
+    group = next(g for g in ("d", "s", "d2", "s2", "p") if m[g] is not None)
     split = _top_split(m[group])
     if split is None:
         return None
@@ -430,6 +432,8 @@ class _Follow:
         return Val(metric or name)
 
     def operand(self, raw: Raw, env: _Env) -> Operand:
+        if raw.metric:
+            return Val(raw.metric)
         r = _stripped(raw)
         if _NUMBER.fullmatch(r.text):
             return Num(r.text, r.start) if r.start >= 0 else _Unknown(r.text)
@@ -562,6 +566,15 @@ class _Follow:
                 return Raw("$" + node.id[5:], -1)
             if isinstance(node, ast.Constant) and isinstance(node.value, str):
                 return Raw(node.value.replace("__sh_", "$"), -1)
+            keys: list[str] = []
+            while isinstance(node, ast.Subscript):
+                key = node.slice
+                if not (isinstance(key, ast.Constant) and isinstance(key.value, str)):
+                    break
+                keys.insert(0, key.value)
+                node = node.value
+            if keys:
+                return Raw(ast.unparse(node), -1, metric="/".join(keys))
             if isinstance(node, ast.Constant) and isinstance(node.value, int | float):
                 at = starts[node.lineno - 1] + node.col_offset
                 literal = ast.get_source_segment(source, node) or ""
