@@ -282,7 +282,8 @@ MIN_TOP5=0.93
 (( $(bc -l <<< "$top1 >= 0.761") )) || exit 1
 top5=$(jq .val.top5 m.json)
 awk "BEGIN { exit !($top5 >= $MIN_TOP5) }"
-python3 -c "import json, sys; m = json.load(open('m.json')); sys.exit(0 if m['val']['nll'] < 1.02 else 1)"
+python3 -c "import json, sys; m = json.load(open('m.json'))
+sys.exit(0 if m['val']['nll'] < 1.02 else 1)"
 """
     assert found(text) == {
         ("val/top1", "0.761", ">="),
