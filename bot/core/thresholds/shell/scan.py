@@ -12,7 +12,7 @@ from bisect import bisect_left
 from dataclasses import dataclass, field
 
 from bot.core.thresholds.errors import ThresholdFileError
-from bot.core.thresholds.shell.lexer import Heredoc, NestingError, Operator, Word, lex
+from bot.core.thresholds.shell.lexer import Heredoc, NestingError, Operator, Token, Word, lex
 from bot.core.thresholds.shell.quoting import Part, unquote_part
 
 NUMBER = r"[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?"
@@ -51,6 +51,7 @@ class Scan:
     commands: list[list[Word]] = field(default_factory=list)
     strings: list[Part | Heredoc] = field(default_factory=list)
     marked: set[int] = field(default_factory=set)
+    tokens: list[Token] = field(default_factory=list)  # the lexer's, for ``follow``
 
     def line(self, offset: int) -> int:
         """The 1-based line of a file offset."""
@@ -68,6 +69,12 @@ def line_of(newlines: list[int], offset: int) -> int:
 def shown(value: str) -> str:
     """A value as a reason quotes it: ``repr``, cut to ``_SHOWN`` characters."""
     return repr(value if len(value) <= _SHOWN else value[:_SHOWN] + "…")
+
+
+def marked(found: Scan, *lines: int) -> str:
+    """Why a gate on ``lines`` is a placeholder: the first marked one (``""``: none)."""
+    line = next((n for n in lines if n in found.marked), None)
+    return f"marked '# threshold-bot: ignore' on line {line}" if line is not None else ""
 
 
 def _assignment(word: Word, newlines: list[int]) -> Assignment | None:
@@ -103,7 +110,7 @@ def scan(path: str, text: str) -> Scan:
         lexed = lex(text)
     except NestingError as exc:
         raise ThresholdFileError(path, line_of(newlines, exc.offset), str(exc)) from None
-    found = Scan(newlines, strings=list(lexed.heredocs))
+    found = Scan(newlines, strings=list(lexed.heredocs), tokens=lexed.tokens)
     found.marked = {line_of(newlines, at) for at, note in lexed.comments if _IGNORE.search(note)}
     state, redirect = "start", False
     command: list[Word] = []

@@ -1,6 +1,6 @@
 """Gates in shell scripts, found with no configuration (docs/threshold-files.md).
 
-Two shapes:
+Three shapes:
 
 1. A variable assigned a numeric literal exactly once in the file (``NAME=0.56``,
    ``export NAME="0.56"``, ``readonly NAME='0.56'``, ``declare -r NAME=.5``, ``local NAME=5.``,
@@ -12,6 +12,10 @@ Two shapes:
    (``CHECK="python c.py 'max(data[\\"x\\"]) < 2'"``) and on a line of a here-document:
    ``expression_gates`` reads it, and the literal's span is its place in the file, through
    the quoting and escapes (strings inside strings: up to ``MAX_NESTED_CHARS``).
+
+3. A number followed to a test command, ``bc`` / ``awk`` / ``python -c`` comparison, shell
+   function or called repository script that fails the job (``|| exit 1``, ``if …; then exit
+   1``, ``set -e``): ``follow.follow``; the called scripts' texts come as ``related``.
 
 Binding rules for variables (never guess):
 
@@ -32,7 +36,8 @@ line are dropped.  The W&B project named in the file is the file's source (``she
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator, Sequence
+from collections import Counter
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import PurePosixPath
 from typing import cast
@@ -41,10 +46,11 @@ from bot.core.models import DeclaredSource, Gate, Op, ThresholdFile, UnboundVari
 from bot.core.thresholds.errors import ThresholdFileError
 from bot.core.thresholds.expressions.gates import MAY_COMPARE, Located, expression_gates
 from bot.core.thresholds.hints import config_lines, guess_metric, metric_like
+from bot.core.thresholds.shell.follow import follow
 from bot.core.thresholds.shell.hints import variable_uses
 from bot.core.thresholds.shell.lexer import Heredoc, NestingError, Word, lex
 from bot.core.thresholds.shell.quoting import heredoc_offsets, unquote_offsets
-from bot.core.thresholds.shell.scan import Assignment, Scan, scan, shown
+from bot.core.thresholds.shell.scan import Assignment, Scan, marked, scan, shown
 from bot.core.thresholds.shell.source import named_source
 
 SHELL_SUFFIXES = frozenset({".sh", ".bash"})
@@ -126,11 +132,6 @@ def _nested(text: str, offsets: Sequence[int]) -> Iterator[Located]:
                 yield Located(inner, [offsets[i] for i in at])
 
 
-def _marked(found: Scan, *lines: int) -> str:
-    line = next((n for n in lines if n in found.marked), None)
-    return f"marked '# threshold-bot: ignore' on line {line}" if line is not None else ""
-
-
 def _unbound(name: str, path: str, line: int, literal: str, reason: str) -> UnboundVariable:
     return UnboundVariable(name=name, file=path, line=line, literal=literal, reason=reason)
 
@@ -174,7 +175,7 @@ def _variable_gates(
                     literal=literal,
                     start=first.start,
                     end=first.end,
-                    ignored=_marked(found, first.line, use.line),
+                    ignored=marked(found, first.line, use.line),
                 )
                 for use in uses
             ]
@@ -204,8 +205,11 @@ def _uncompared(
         yield _unbound(name, path, line, literal, reason)
 
 
-def parse_shell(path: str, text: str) -> ThresholdFile:
-    """Find the gates of a shell script, what could not be bound, and its W&B project."""
+def parse_shell(path: str, text: str, related: Mapping[str, str] | None = None) -> ThresholdFile:
+    """Find the gates of a shell script, what could not be bound, and its W&B project.
+
+    ``related``: texts of the repository scripts it runs (``calls.called_scripts``), by path.
+    """
     found = scan(path, text)
     by_name: dict[str, list[Assignment]] = {}
     for a in found.assignments:
@@ -215,9 +219,23 @@ def parse_shell(path: str, text: str) -> ThresholdFile:
         if (c.metric, c.op) not in {(o.metric, o.op) for o in compared.get(c.name, [])}:
             compared.setdefault(c.name, []).append(c)
     gates, unbound = _variable_gates(path, found, by_name, compared)
-    unbound += _uncompared(path, found, by_name, set(compared))
+    followed, shell_hints = follow(path, text, found, related or {})
+    bound = set(compared) | {g.name for g in followed if g.name in by_name}
+    hinted = {h.name: h for h in shell_hints if h.name in by_name}
+    for u in _uncompared(path, found, by_name, bound):
+        better = hinted.get(u.name)
+        unbound.append(u if better is None or u.config else better)
+    unbound += [h for h in shell_hints if h.name not in by_name]
     in_strings, hints = expression_gates(path, text, _strings(found))
-    gates += [g.model_copy(update={"ignored": _marked(found, g.line)}) for g in in_strings]
+    gates += [g.model_copy(update={"ignored": marked(found, g.line)}) for g in in_strings]
+    known = {(g.start, g.metric, g.op) for g in gates}
+    names = Counter(g.name for g in gates)
+    for g in followed:
+        if (g.start, g.metric, g.op) in known:
+            continue
+        names[g.name] += 1
+        count = 1 if g.name in by_name else names[g.name]  # a variable's gates share its name
+        gates.append(g if count == 1 else g.model_copy(update={"name": f"{g.name} #{count}"}))
     unbound = [u for u in unbound + hints if u.line not in found.marked]
     gates.sort(key=lambda g: (g.start, g.line))
     unbound.sort(key=lambda u: u.line)
@@ -262,5 +280,5 @@ def declared_gate(path: str, text: str, name: str, variable: str, metric: str, o
         literal=a.literal,
         start=a.start,
         end=a.end,
-        ignored=_marked(found, a.line),
+        ignored=marked(found, a.line),
     )
