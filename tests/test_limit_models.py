@@ -270,9 +270,12 @@ def test_prediction_is_the_one_sided_t_interval_for_the_next_run() -> None:
 
 
 def test_iqr_is_k_interquartile_ranges_beyond_the_quartile() -> None:
-    q1, q3 = np.percentile(WINDOW, [25, 75])
-    assert limit_of(WINDOW, ">=", "iqr") == floor_at(min(q1 - 1.5 * (q3 - q1), 0.60), 2)
-    assert limit_of(WINDOW, "<=", "iqr k=3") == ceil_at(max(q3 + 3 * (q3 - q1), 0.66), 2)
+    # in decimal, as the runs are written: Q3 + 3·IQR is 0.70, where binary gives 0.70…01
+    q1, q3 = (Decimal(repr(float(q))) for q in np.percentile(WINDOW, [25, 75]))
+    low, high = q1 - Decimal("1.5") * (q3 - q1), q3 + 3 * (q3 - q1)
+    assert high == Decimal("0.70")
+    assert limit_of(WINDOW, ">=", "iqr") == floor_at(min(float(low), 0.60), 2)
+    assert limit_of(WINDOW, "<=", "iqr k=3") == ceil_at(max(float(high), 0.66), 2)
 
 
 def test_minmax_is_unchanged() -> None:
