@@ -158,9 +158,8 @@ def recompute_limits(
     extreme = np.nanmin(windows, axis=1) if lower else np.nanmax(windows, axis=1)
     # how far float arithmetic may stray from the decimal one: a billionth of the largest
     # term (the runs, the limit, its distance from the extreme), far above float error
-    size = np.maximum(np.maximum(np.abs(raw), np.nanmax(np.abs(windows), axis=1)), 0.0)
-    size = np.maximum(size, np.abs(raw - extreme))
-    err = FLOAT_SLACK * size
+    size = np.maximum(np.abs(raw), np.nanmax(np.abs(windows), axis=1))
+    err = FLOAT_SLACK * np.maximum(size, np.abs(raw - extreme))
     with np.errstate(divide="ignore", invalid="ignore"):
         magnitude = np.log10(np.abs(raw))
         needed = rule.significant_digits - 1 - np.floor(magnitude)
