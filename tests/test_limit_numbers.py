@@ -9,14 +9,18 @@ allowance; the exact references here are computed with ``fractions`` from the te
 
 from __future__ import annotations
 
+import json
 import math
 from fractions import Fraction
+from pathlib import Path
 
 import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from typer.testing import CliRunner
 
+from bot.cli.main import app
 from bot.core.analysis.limits import recompute_limit, recompute_limits
 from bot.core.limit_model import parse_model
 from bot.core.models import LOWER_BOUND_OPS, Op, RuleSettings
@@ -164,3 +168,34 @@ def test_every_model_vectorized_is_the_decimal_scalar(
     limits, places = recompute_limits(rows, op, literal, settings_)
     for row, limit, place in zip(rows, limits, places, strict=True):
         assert (float(limit), int(place)) == recompute_limit(row, op, literal, settings_)
+
+
+@pytest.mark.parametrize("model", ["minmax", "percentile p=0"])
+def test_the_review_recomputes_the_same_limit_with_either_model(tmp_path: Path, model: str) -> None:
+    """Through ``threshold-bot review --format json``: a loss whose window's max is 0.80."""
+    window = [0.78, 0.8, 0.79, 0.77, 0.8, 0.76] * 4
+    history = tmp_path / "runs.jsonl"
+    history.write_text(
+        "".join(
+            json.dumps(
+                {
+                    "id": f"r{i}",
+                    "created_at": f"2026-05-{i + 1:02d}T03:00:00Z",
+                    "summary": {"train/loss": v},
+                }
+            )
+            + "\n"
+            for i, v in enumerate(window)
+        ),
+        encoding="utf-8",
+    )
+    script = tmp_path / "check.sh"
+    script.write_text('LOSS_MAX=0.90\ncheck "train/loss <= $LOSS_MAX"\n', encoding="utf-8")
+    config = tmp_path / "threshold-bot.yml"
+    config.write_text(f"rule:\n  model: {model}\n", encoding="utf-8")
+    args = ["review", "--file", script, "--history", history, "--config", config]
+    result = CliRunner().invoke(app, [*map(str, args), "--format", "json"])
+    assert result.exit_code == 0, result.output
+    (gate,) = json.loads(result.stdout)["gates"]
+    assert gate["window_max"] == 0.8
+    assert gate["recomputed"] == 0.84

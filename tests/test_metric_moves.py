@@ -10,11 +10,14 @@ test's data."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import numpy as np
 import pytest
+from typer.testing import CliRunner
 
+from bot.cli.main import app
 from bot.core.analysis.regimes import detect_regimes
 from bot.core.analysis.review import build_review
 from bot.core.formatting import move
@@ -96,3 +99,22 @@ def test_the_reviews_words_give_the_move_over_the_metrics_own_stretches() -> Non
     union = move(float(np.median(acc[STEP:DROP])), float(np.median(acc[DROP:])))
     assert own != union
     assert f"the change that moved {ACC} {own}" in reviewed.explanation, reviewed.explanation
+
+
+def test_the_review_json_gives_the_same_move(tmp_path: Path) -> None:
+    """Through ``threshold-bot review --format json``: the change's metrics and the words."""
+    data = values()
+    acc = data[ACC]
+    history = write_runs(tmp_path / "runs.jsonl", data)
+    script = tmp_path / "check.sh"
+    script.write_text(SCRIPT.replace("ACC_MIN=0.70", "ACC_MIN=0.78"), encoding="utf-8")
+    args = ["review", "--file", str(script), "--history", str(history), "--format", "json"]
+    result = CliRunner().invoke(app, args)
+    assert result.exit_code == 0, result.output
+    review = json.loads(result.stdout)
+    before, after = float(np.median(acc[:DROP])), float(np.median(acc[DROP:]))
+    (drop,) = [c for c in review["changes"] if ACC in c["metrics"]]
+    assert drop["metrics"][ACC]["before"] == pytest.approx(before)
+    assert drop["metrics"][ACC]["after"] == pytest.approx(after)
+    (gate,) = [g for g in review["gates"] if g["name"] == "ACC_MIN"]
+    assert f"the change that moved {ACC} {move(before, after)}" in gate["explanation"]
