@@ -5,7 +5,7 @@ scipy from the test's own windows."""
 
 from __future__ import annotations
 
-from decimal import ROUND_CEILING, ROUND_FLOOR, Decimal
+from decimal import ROUND_CEILING, ROUND_FLOOR, Context, Decimal, localcontext
 
 import numpy as np
 import pytest
@@ -58,15 +58,35 @@ def beyond(limit: float, unrounded: float, op: Op) -> bool:
     return limit <= unrounded if lower(op) else limit >= unrounded
 
 
+def decimal_percentile(window: list[float], q: float) -> Decimal:
+    """The ``q``-th percentile of the runs as written, linear between runs, in decimals."""
+    xs = sorted(Decimal(repr(v)) for v in window)
+    at = (len(xs) - 1) * Decimal(repr(q)) / 100
+    below = int(at)
+    above = min(below + 1, len(xs) - 1)
+    return xs[below] + (xs[above] - xs[below]) * (at - below)
+
+
 def unrounded(window: list[float], op: Op, rule: RuleSettings) -> float:
-    """The model's limit before rounding; minmax's in exact decimals, as the rule states it."""
-    if rule.model.name == "minmax":
-        extreme = Decimal(repr(min(window) if lower(op) else max(window)))
+    """The model's limit before rounding: minmax, percentile and iqr in exact decimals, as the
+    rule states them (docs/limit-rule.md#rounding); zscore and prediction in floats, moved a
+    billionth of the window's scale toward the strict side (their float error)."""
+    model, low = rule.model, lower(op)
+    with localcontext(Context(prec=2000)):
         spread = Decimal(repr(max(window))) - Decimal(repr(min(window)))
-        margin = Decimal(repr(rule.allowance)) * (abs(extreme) if extreme != 0 else spread)
-        return float(extreme - margin if lower(op) else extreme + margin)
+        if model.name in ("minmax", "percentile"):
+            p = model.p if model.name == "percentile" else 0.0
+            level = decimal_percentile(window, p if low else 100 - p)
+            margin = Decimal(repr(rule.allowance)) * (abs(level) if level != 0 else spread)
+            return float(level - margin if low else level + margin)
+        if model.name == "iqr":
+            q1, q3 = decimal_percentile(window, 25), decimal_percentile(window, 75)
+            k = Decimal(repr(model.spread))
+            return float(q1 - k * (q3 - q1) if low else q3 + k * (q3 - q1))
     array = np.array([window], dtype=np.float64)
-    return float(model_limits(array, rule.model, lower(op), rule.allowance)[0])
+    raw = float(model_limits(array, model, low, rule.allowance)[0])
+    slack = 1e-9 * max(abs(raw), *(abs(v) for v in window))
+    return raw + slack if low else raw - slack
 
 
 @PROPERTY
@@ -270,9 +290,12 @@ def test_prediction_is_the_one_sided_t_interval_for_the_next_run() -> None:
 
 
 def test_iqr_is_k_interquartile_ranges_beyond_the_quartile() -> None:
-    q1, q3 = np.percentile(WINDOW, [25, 75])
-    assert limit_of(WINDOW, ">=", "iqr") == floor_at(min(q1 - 1.5 * (q3 - q1), 0.60), 2)
-    assert limit_of(WINDOW, "<=", "iqr k=3") == ceil_at(max(q3 + 3 * (q3 - q1), 0.66), 2)
+    # in decimal, as the runs are written: Q3 + 3·IQR is 0.70, where binary gives 0.70…01
+    q1, q3 = (Decimal(repr(float(q))) for q in np.percentile(WINDOW, [25, 75]))
+    low, high = q1 - Decimal("1.5") * (q3 - q1), q3 + 3 * (q3 - q1)
+    assert high == Decimal("0.70")
+    assert limit_of(WINDOW, ">=", "iqr") == floor_at(min(float(low), 0.60), 2)
+    assert limit_of(WINDOW, "<=", "iqr k=3") == ceil_at(max(float(high), 0.66), 2)
 
 
 def test_minmax_is_unchanged() -> None:

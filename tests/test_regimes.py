@@ -95,8 +95,15 @@ def test_changes_carry_attribution_and_sorted_shifts() -> None:
         ]
         assert effects == sorted(effects, reverse=True)
         for metric, shift in change.metrics.items():
-            assert shift.before == pytest.approx(before.medians[metric])
-            assert shift.after == pytest.approx(after.medians[metric])
+            # over the metric's own stretches: from its previous change to its next
+            own = [0, *(c.index for c in changes if metric in c.metrics), len(runs)]
+            k = own.index(i)
+            left = [r.summary[metric] for r in runs[own[k - 1] : i] if metric in r.summary]
+            right = [r.summary[metric] for r in runs[i : own[k + 1]] if metric in r.summary]
+            assert shift.before == pytest.approx(float(np.median(left)))
+            assert shift.after == pytest.approx(float(np.median(right)))
+            if own[k - 1] == before.first_index:  # its own stretch is the regime
+                assert shift.before == pytest.approx(before.medians[metric])
             if shift.before != 0:
                 assert shift.relative == pytest.approx((shift.after - shift.before) / shift.before)
     moved = [set(c.metrics) for c in changes]

@@ -220,7 +220,8 @@ def _bad_way(moved: float, sides: Sides) -> float:
 
 def _moved(change: Change, key: str, values: FloatArray, at: int, window: int) -> float:
     """The metric's relative move at ``change`` (``at``: its position in ``values``): as the
-    regime detector measured it, else between the medians of ``window`` runs either side."""
+    regime detector measured it, over the metric's own stretches (not between the regimes
+    the file's other gates cut), else between the medians of ``window`` runs either side."""
     shift = change.metrics.get(key)
     if shift is not None:
         before, after = shift.before, shift.after

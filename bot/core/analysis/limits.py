@@ -2,18 +2,20 @@
 allowance below the min, above the max), rounded toward the permissive side at the precision
 of the gate's literal (or 2 significant digits), within the model's absolute bounds.
 
-Arithmetic is done in ``Decimal`` on the shortest decimal form of each float, so values read
-from JSON as ``0.29`` are rounded as 0.29 and not as the binary 0.28999999999999998.
+Every model's arithmetic is done in ``Decimal`` on the shortest decimal form of each float
+(``exact_models``), so values read from JSON as ``0.29`` are rounded as 0.29 and not as the
+binary 0.28999999999999998, and ``percentile p=0`` rounds exactly as ``minmax``.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from decimal import ROUND_CEILING, ROUND_FLOOR, Context, Decimal, InvalidOperation, localcontext
+from decimal import ROUND_CEILING, ROUND_FLOOR, Decimal, InvalidOperation
 
 import numpy as np
 import numpy.typing as npt
 
+from bot.core.analysis.exact_models import EXACT, exact_decimal, exact_limit
 from bot.core.analysis.limit_models import model_limits
 from bot.core.limit_model import LimitModel
 from bot.core.models import COMPARISONS, LOWER_BOUND_OPS, Op, RuleSettings, passes
@@ -31,15 +33,6 @@ __all__ = [
     "to_float",
     "unit",
 ]
-
-
-# exact arithmetic for any float: 17 significant digits, exponents within ±324
-EXACT = Context(prec=2000)
-
-
-def exact_decimal(value: float) -> Decimal:
-    """The shortest decimal that round-trips to ``value``."""
-    return Decimal(repr(float(value)))
 
 
 def to_float(value: Decimal) -> float:
@@ -87,18 +80,9 @@ def _finite(values: Sequence[float] | npt.NDArray[np.float64]) -> npt.NDArray[np
     return finite
 
 
-def _unrounded(
-    values: npt.NDArray[np.float64], op: Op, allowance: Decimal
-) -> tuple[Decimal, float]:
-    """The exact unrounded limit and the window's extreme value (min or max)."""
-    lower = op in LOWER_BOUND_OPS
-    extreme = float(values.min() if lower else values.max())
-    base = exact_decimal(extreme)
-    with localcontext(EXACT):
-        # at 0 a relative allowance is no allowance: take it from the window's spread instead
-        spread = exact_decimal(float(values.max())) - exact_decimal(float(values.min()))
-        margin = allowance * (abs(base) if extreme != 0 else spread)
-        return (base - margin if lower else base + margin), extreme
+FLOAT_SLACK = 1e-9
+"""Relative to the largest term, how near a rounding point (or a power of ten) a float limit
+must lie for :func:`recompute_limits` to recompute it in decimal."""
 
 
 def _bound_decimals(bound: float) -> int:
@@ -143,12 +127,8 @@ def recompute_limit(
     bound = _side_bound(model, lower)
     if bound is not None:
         return bound + 0.0, max(decimals_of(literal), _bound_decimals(bound))
-    if model.name == "minmax":
-        exact, extreme = _unrounded(array, op, exact_decimal(rule.allowance))
-    else:
-        extreme = float(array.min() if lower else array.max())
-        raw = model_limits(array[np.newaxis, :], model, lower, rule.allowance)[0]
-        exact = exact_decimal(float(raw))
+    extreme = float(array.min() if lower else array.max())
+    exact = exact_limit(array.tolist(), model, lower, rule.allowance)
     decimals = limit_decimals(to_float(exact), literal, rule.significant_digits)
     limit = _quantize(exact, decimals, ROUND_FLOOR if lower else ROUND_CEILING)
     if not passes(extreme, op, to_float(limit)):  # a strict gate exactly on the extreme
@@ -176,10 +156,15 @@ def recompute_limits(
         return np.full(rows, bound + 0.0), np.full(rows, places, dtype=np.int64)
     raw = model_limits(windows, model, lower, rule.allowance)
     extreme = np.nanmin(windows, axis=1) if lower else np.nanmax(windows, axis=1)
+    # how far float arithmetic may stray from the decimal one: a billionth of the largest
+    # term (the runs, the limit, its distance from the extreme), far above float error
+    size = np.maximum(np.abs(raw), np.nanmax(np.abs(windows), axis=1))
+    err = FLOAT_SLACK * np.maximum(size, np.abs(raw - extreme))
     with np.errstate(divide="ignore", invalid="ignore"):
         magnitude = np.log10(np.abs(raw))
         needed = rule.significant_digits - 1 - np.floor(magnitude)
-        near_power = np.abs(magnitude - np.rint(magnitude)) <= 1e-9
+        slack = np.maximum(FLOAT_SLACK, err / np.abs(raw))
+        near_power = (np.abs(magnitude - np.rint(magnitude)) <= slack) | (np.abs(raw) <= err)
     decimals = np.where(raw != 0, np.maximum(written, needed), written).astype(np.int64)
     # a tiny limit's scale overflows a float: such rows are doubtful, recomputed exactly below
     with np.errstate(over="ignore", invalid="ignore"):
@@ -190,7 +175,7 @@ def recompute_limits(
         failing = ~COMPARISONS[op](extreme, limits)
         limits = np.where(failing, (rounded + (-1 if lower else 1)) / scale, limits)
         doubtful = (
-            (np.abs(scaled - np.rint(scaled)) <= 1e-9 * np.maximum(1.0, np.abs(scaled)))
+            (np.abs(scaled - np.rint(scaled)) <= np.maximum(FLOAT_SLACK, err * scale))
             | near_power
             | (decimals > 15)
             | (np.abs(rounded) >= 2.0**52)

@@ -3,10 +3,12 @@
 Each metric is segmented on its own (``bot.core.analysis.changepoints``); change points
 of different metrics within ``merge_distance`` runs of each other are one boundary
 (boundaries closer than ``min_regime_runs`` join too), placed at the run that best
-splits the nearby runs of the metrics that changed there.  For every boundary the metrics that moved
-are reported with their medians before and after, the relative change and the
+splits the nearby runs of the metrics that changed there.  For every boundary the metrics
+that moved are reported with their medians before and after, the relative change and the
 size of the move in units of in-regime noise, largest first, together with the
-runs on either side (ids, timestamps and commits for attribution to pull requests).
+runs on either side (ids, timestamps and commits for attribution to pull requests).  A
+metric's move is measured over its own stretches (from its previous change to its next),
+not between the regimes other metrics' changes cut.
 """
 
 from __future__ import annotations
@@ -239,6 +241,41 @@ def _moved_metrics(
     return {name: _shift(s) for name, s in steps}
 
 
+def _own_moves(
+    moved: list[dict[str, MetricShift]],
+    edges: Sequence[int],
+    matrix: FloatArray,
+    columns: dict[str, int],
+    detections: dict[str, Detection],
+    settings: RegimeSettings,
+) -> list[dict[str, MetricShift]]:
+    """Each metric's moves measured over its own stretches: from its previous change to the
+    boundary and on to its next, not between the regimes other metrics' changes cut (which
+    metrics moved where stays as ``moved`` found it); largest first."""
+    out: list[dict[str, MetricShift]] = [{} for _ in moved]
+    for name, found in detections.items():
+        at = [i for i, shifts in enumerate(moved) if name in shifts]
+        if not at:
+            continue
+        own = [0, *(edges[i + 1] for i in at), edges[-1]]
+        table = _stretches(matrix[:, columns[name]], own, found, settings)
+        for k, i in enumerate(at):
+            left, right = table[k], table[k + 1]
+            if left is None or right is None:  # cannot be: the metric moved there
+                out[i][name] = moved[i][name]
+                continue
+            pooled = pooled_sigma(left.runs, left.sigma, right.runs, right.sigma)
+            out[i][name] = _shift(Step(left.last, right.first, pooled, left.runs, right.runs))
+    return [
+        dict(sorted(shifts.items(), key=lambda item: (-_size(item[1]), item[0]))) for shifts in out
+    ]
+
+
+def _size(shift: MetricShift) -> float:
+    """A move's size for ordering: in noise units (infinite without noise)."""
+    return math.inf if shift.sigma is None else shift.sigma
+
+
 def _trends(stretches: dict[str, list[_Stretch | None]], regime: int) -> dict[str, Trend]:
     """The metrics drifting through one regime, with their trend lines."""
     out = {}
@@ -339,10 +376,14 @@ def detect_regimes(
         for i, (a, b) in enumerate(itertools.pairwise(edges))
     ]
     beta = settings.penalty * math.log(max(n, 2))
+    moved = [
+        _moved_metrics(stretches, i, {p.metric for p in cluster}, beta, settings)
+        for i, cluster in enumerate(clusters)
+    ]
+    moved = _own_moves(moved, edges, matrix, columns, detections, settings)
     changes = []
-    for i, (b, cluster) in enumerate(zip(edges[1:-1], clusters, strict=True)):
+    for i, b in enumerate(edges[1:-1]):
         before, after = runs[b - 1], runs[b]
-        detected = {p.metric for p in cluster}
         changes.append(
             Change(
                 at=after.created_at,
@@ -354,7 +395,7 @@ def detect_regimes(
                 after_commit=after.commit,
                 earlier_commit=runs[b - 2].commit if b >= 2 else None,
                 later_commit=runs[b + 1].commit if b + 1 < n else None,
-                metrics=_moved_metrics(stretches, i, detected, beta, settings),
+                metrics=moved[i],
             )
         )
     return regimes, changes
