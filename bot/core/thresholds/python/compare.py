@@ -99,6 +99,11 @@ class Comparison:
             found = Check(b, FLIP[op], a)
         return [found] if found is not None else []
 
+    def difference(self, x: ast.expr) -> bool:
+        """Whether ``x`` is a metric's difference from a reference: ``abs(m - R)``,
+        ``abs(m - R) / R`` and the other relative forms."""
+        return self._abs_diff(x) is not None or self._relative_diff(x) is not None
+
     def _oriented(self, x: ast.expr, op: Op, t: ast.expr) -> Check | None:
         """``x op t`` with ``x`` the metric side."""
         known = self.known

@@ -16,10 +16,21 @@ from dataclasses import dataclass, replace
 
 from bot.core.models import GateKind, Op, Tolerance, UnboundVariable
 from bot.core.thresholds.python.compare import Check, Tol
+from bot.core.thresholds.python.inline import Inliner
 from bot.core.thresholds.python.metric import Metric, Metrics
 from bot.core.thresholds.python.resolver import Resolver
 from bot.core.thresholds.python.shapes import Shapes
-from bot.core.thresholds.python.values import FREE, Alias, At, Group, Num, Table, flatten
+from bot.core.thresholds.python.values import (
+    FREE,
+    Alias,
+    At,
+    Choice,
+    Group,
+    Num,
+    Table,
+    Value,
+    flatten,
+)
 from bot.core.thresholds.python.words import (
     count_like,
     metric_like,
@@ -45,6 +56,7 @@ class Hit:
     step: int | None = None  # a golden curve's step
     curve: str = ""  # the curve's name, when this is one of its steps
     threshold: str = ""  # the name the threshold is read through (``EXPECTED_VALUE``)
+    condition: str = ""  # the branch of a conditional bound (``on_tpu()``, ``not on_tpu()``)
 
 
 def short(name: str) -> str:
@@ -112,7 +124,8 @@ class Evaluator:
 
         shapes = Shapes(is_known)
         lines = (stmt.lineno, stmt.end_lineno or stmt.lineno)
-        for check in shapes.statement(stmt):
+        followed = Inliner(self.resolver, at, is_known).statement(stmt)
+        for check in shapes.statement(followed):
             group = self._group(check, at)
             if group is None:
                 self.hits.append(self._read(check, at, context, lines))
@@ -203,6 +216,23 @@ class Evaluator:
         tolerance = self._tolerance(check.rel, check.abs, at) if check.kind == "reference" else None
         if isinstance(tolerance, bool):
             return []
+        if isinstance(target, Choice):  # a conditional bound: the hits of each branch
+            return [
+                replace(h, condition=f"{condition} and {h.condition}" if h.condition else condition)
+                for condition, value in target.branches
+                for h in self._of_target(check, metric, value, tolerance, context, lines)
+            ]
+        return self._of_target(check, metric, target, tolerance, context, lines)
+
+    def _of_target(
+        self,
+        check: Check,
+        metric: Metric,
+        target: Value,
+        tolerance: Tolerance | None,
+        context: str,
+        lines: tuple[int, ...],
+    ) -> list[Hit]:
         threshold = _threshold_name(check.target)
 
         def hit(num: Num, named: Metric = metric, step: int | None = None, curve: str = "") -> Hit:

@@ -14,9 +14,11 @@ import ast
 from bot.core.thresholds.python.scope import Module, Scope, dotted
 from bot.core.thresholds.python.source import Source
 from bot.core.thresholds.python.values import (
+    MAX_BRANCHES,
     MAX_ENTRIES,
     Alias,
     At,
+    Choice,
     Group,
     Num,
     Record,
@@ -28,9 +30,16 @@ from bot.core.thresholds.python.values import (
 )
 
 MAX_DEPTH = 40
+_CONDITION_CHARS = 60
 _CONVERSIONS = frozenset(
     {"tensor", "array", "asarray", "as_tensor", "list", "tuple", "float", "Tensor", "float64"}
 )
+
+
+def _condition(node: ast.expr) -> str:
+    """A condition's text as written (normalised by ``ast.unparse``), shortened."""
+    text = ast.unparse(node)
+    return text if len(text) <= _CONDITION_CHARS else text[: _CONDITION_CHARS - 1] + "…"
 
 
 class Resolver:
@@ -140,6 +149,8 @@ class Resolver:
             return self._list(node.elts, at, depth)
         if isinstance(node, ast.Dict):
             return self._dict(node.keys, node.values, at, depth)
+        if isinstance(node, ast.IfExp):
+            return self._choice(node, at, depth)
         nan = self.source.nan(node)
         if nan is not None:
             return Num(None, nan)
@@ -159,6 +170,21 @@ class Resolver:
             return found
         scope = self.lookup(name, at.scope)
         return self.constant(name, scope, depth) if scope is not None else None
+
+    def _choice(self, node: ast.IfExp, at: At, depth: int) -> Value | None:
+        """``a if c else b``: a ``Choice`` of its branches, each with its condition (nested
+        conditionals flattened); None when a branch is unknown or there are too many."""
+        condition = _condition(node.test)
+        branches: list[tuple[str, Value]] = []
+        for prefix, branch in ((condition, node.body), (f"not {condition}", node.orelse)):
+            value = self.value(branch, at, depth + 1)
+            if value is None:
+                return None
+            if isinstance(value, Choice):
+                branches += [(f"{prefix} and {c}", v) for c, v in value.branches]
+            else:
+                branches.append((prefix, value))
+        return Choice(tuple(branches)) if len(branches) <= MAX_BRANCHES else None
 
     def _list(self, elts: list[ast.expr], at: At, depth: int) -> Value | None:
         if len(elts) > MAX_ENTRIES:

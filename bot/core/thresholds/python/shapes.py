@@ -4,7 +4,8 @@
   check, none), ``and`` of several, ``not``, ``math.isclose`` / ``np.isclose`` /
   ``torch.allclose`` (also under ``.all()`` / ``all()``), ``m == pytest.approx(R, rel=, abs=)``;
 * ``if <test>: pytest.fail()`` / ``raise`` / ``sys.exit(1)`` / ``self.fail()``: the negation
-  (``or`` of several is several);
+  (``or`` of several is several; so is ``and``, whose parts that compare no threshold,
+  ``x is not None``, read as nothing);
 * calls: ``self.assertGreater`` / ``GreaterEqual`` / ``Less`` / ``LessEqual`` (either argument
   may be the threshold: ``assertGreater(0.9, m)`` is ``m < 0.9``), ``assertTrue``,
   ``assertFalse``, ``assertAlmostEqual(m, R, delta= | places=)``, ``assertEqual(m,
@@ -71,7 +72,7 @@ class Shapes(Comparison):
         return []
 
     def negated(self, node: ast.expr) -> list[Check]:
-        if isinstance(node, ast.BoolOp) and isinstance(node.op, ast.Or):
+        if isinstance(node, ast.BoolOp):  # ``or``: each fails; ``and``: each guarded part does
             return [c for value in node.values for c in self.negated(value)]
         if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not):
             return self.test(node.operand)
