@@ -37,7 +37,10 @@ def _gate(hit: Hit, path: str, source: Source) -> Gate | None:
     num = hit.num
     if num.value is None or not bindable(hit.metric, num, hit.op, hit.kind, hit.threshold):
         return None
+    steps = hit.metric.steps
     name = num.name or f"{hit.context or '<module>'}[{hit.metric.name}]"
+    if steps and not num.name:
+        name = f"{name}[{steps}]"
     return Gate(
         name=f"{name} if {hit.condition}" if hit.condition else name,
         file=path,
@@ -52,7 +55,7 @@ def _gate(hit: Hit, path: str, source: Source) -> Gate | None:
         tolerance=hit.tolerance,
         aggregation=hit.metric.aggregation,
         last_steps=hit.metric.last_steps,
-        context=hit.context,
+        context=f"{hit.context} ({steps})" if steps and num.name else hit.context,
         ignored=_ignored(source, (*hit.lines, num.span.line)),
     )
 
