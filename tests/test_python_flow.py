@@ -167,13 +167,11 @@ def test_tuple_elements_are_metrics_or_hints() -> None:
     hints = {u.literal: u for u in found.unbound}
     assert set(hints) >= {"0.42", "2.5"}
     assert "out[1]" in hints["0.42"].reason and hints["0.42"].config
-    # pasting the hint's config lines binds the two elements as gates
-    config = parse_config("\n".join(hints[k].config for k in ("0.42", "2.5")))
-    bound = _read("tests/test_trainer.py", TUPLES, config)
-    assert {(g.metric, g.op, g.literal) for g in bound.gates} >= {
-        ("out[1]", ">=", "0.42"),
-        ("out[0]", "<=", "2.5"),
-    }
+    # pasting a hint's config lines binds its element as a gate
+    for literal, op, metric in (("0.42", ">=", "out[1]"), ("2.5", "<=", "out[0]")):
+        bound = _read("tests/test_trainer.py", TUPLES, parse_config(hints[literal].config))
+        assert (metric, op, literal) in {(g.metric, g.op, g.literal) for g in bound.gates}
+        assert literal not in {u.literal for u in bound.unbound}
     mapped = parse_config('metrics: {"out[0]": eval/loss, "out[1]": eval/map}')
     named = _read("tests/test_trainer.py", TUPLES, mapped)
     assert {(g.metric, g.literal) for g in named.gates} >= {

@@ -226,7 +226,7 @@ def _other(
     named = bool(decls)
     found: ThresholdFile | None = None
     if suffix in PYTHON_SUFFIXES:
-        found = parse_python(path, text, decls)
+        found = parse_python(path, text, decls, _metric_names(config, decls))
     elif suffix in TABLE_SUFFIXES:
         table = next((d.csv for _, d in decls if d.csv is not None), None)
         found = parse_table(path, text, table)

@@ -6,12 +6,15 @@ one (``accuracy``, ``results["gsm8k"]``, ``wer``) or the threshold's name names 
 (``MMLU_MIN``, ``EXPECTED_LOSS``; ``expected`` alone does not).  An error or a difference
 held under a tiny bound (``max_err < 1e-5``) is a numerical check, and a limit written as a
 power of ten (``loss < 1e6``) a sanity bound: neither is a gate.  A threshold named but not
-known (assigned twice, a parameter, imported) gives a hint instead.
+known (assigned twice, a parameter, imported) gives a hint instead, as does a literal
+compared with an element of a result whose name says nothing (``res[0] < 0.31``), unless the
+config's ``metrics:`` maps that name to a history key (a mapped name is a metric).
 """
 
 from __future__ import annotations
 
 import ast
+from collections.abc import Collection
 from dataclasses import dataclass, replace
 
 from bot.core.models import GateKind, Op, Tolerance, UnboundVariable
@@ -75,6 +78,17 @@ def bindable(metric: Metric, num: Num, hit_op: Op, kind: GateKind, threshold: st
     return names_a_metric(metric, (num.name, num.const, threshold))
 
 
+def unnamed(hit: Hit) -> bool:
+    """Whether ``hit`` compares an element of a result (``res[0]``) that would be a gate
+    but for its name, which says nothing: the config can name it (a hint, not a gate)."""
+    if hit.curve or hit.metric.like or hit.metric.count or not hit.metric.element:
+        return False
+    metric = replace(hit.metric, like=True)
+    return not bindable(hit.metric, hit.num, hit.op, hit.kind, hit.threshold) and bindable(
+        metric, hit.num, hit.op, hit.kind, hit.threshold
+    )
+
+
 def names_a_metric(metric: Metric, thresholds: tuple[str, ...]) -> bool:
     """The metric's name says it is one, or the threshold's does (``MMLU_MIN``,
     ``EXPECTED_LOSS``); a threshold named as a count (``TIMEOUT``, ``MAX_STEPS``) never."""
@@ -97,10 +111,13 @@ def _threshold_name(node: ast.expr) -> str:
 class Evaluator:
     """Collects the hits and the hints of one module's checking statements."""
 
-    def __init__(self, path: str, resolver: Resolver, metrics: Metrics) -> None:
+    def __init__(
+        self, path: str, resolver: Resolver, metrics: Metrics, named: Collection[str] = ()
+    ) -> None:
         self.path = path
         self.resolver = resolver
         self.metrics = metrics
+        self.named = frozenset(named)  # names the config maps to history keys: metrics
         self.hits: list[list[Hit]] = []  # per check and iteration group
         self.unbound: dict[str, UnboundVariable] = {}
         self.work = 0  # checks read and literals bound so far (``MAX_WORK`` at most)
@@ -208,6 +225,8 @@ class Evaluator:
     def _hits(self, check: Check, at: At, context: str, lines: tuple[int, ...]) -> list[Hit]:
         metric = self.metrics.of(check.metric, at)
         target = self.resolver.value(check.target, at)
+        if metric is not None and metric.name in self.named:
+            metric = replace(metric, like=True, count=False)
         if metric is None or metric.count:
             return []
         if target is None:

@@ -6,14 +6,21 @@ compared with something that is no metric, not used, assigned twice) and, for a 
 the config lines that declare it (``files: - path: … gates: - {key: NAME, metric: …,
 op: …}``).  Constants without such a name are not reported (a test file has many numbers
 that are no thresholds), nor are tolerances given config lines (``RTOL`` is not a limit).
+
+A literal compared with something whose name says nothing (``res[0] < 0.31``) is a hint too
+(``unnamed_hints``), with the ``metrics:`` lines that name it.
 """
 
 from __future__ import annotations
 
 import ast
+import json
+from collections.abc import Iterable
 
+from bot.core.config import CONFIG_PATH
 from bot.core.models import UnboundVariable
 from bot.core.thresholds.hints import config_lines
+from bot.core.thresholds.python.gates import Hit, unnamed
 from bot.core.thresholds.python.resolver import Resolver
 from bot.core.thresholds.python.scope import Module, Scope, Use
 from bot.core.thresholds.python.values import Num, Table, flatten
@@ -66,6 +73,39 @@ def _hint(
     return UnboundVariable(
         name=key, file=path, line=span.line, literal=span.literal, reason=reason, config=config
     )
+
+
+_KEY_NOTE = "  # a guess: the history key it is checked against"
+
+
+def unnamed_hints(path: str, hits: Iterable[Hit], used: set[int]) -> list[UnboundVariable]:
+    """A hint per literal compared with a metric whose name says nothing (``res[0] < 0.31``),
+    once per literal no gate binds: the config lines map the name to a history key, which
+    binds it."""
+    hints: dict[int, UnboundVariable] = {}
+    for hit in hits:
+        span = hit.num.span
+        if span.start in used or span.start in hints or not unnamed(hit):
+            continue
+        name = hit.metric.name
+        reason = (
+            f"compared with {name} on line {hit.lines[0]}, whose name does not say it is a "
+            "metric: map it to the history key it is checked against"
+        )
+        config = "\n".join(
+            (
+                f"# {CONFIG_PATH}",
+                "files:",
+                f"  - path: {json.dumps(path)}",
+                "    metrics:",
+                f"      {json.dumps(name)}: {json.dumps(name)}{_KEY_NOTE}",
+            )
+        )
+        gate = hit.num.name or f"{hit.context or '<module>'}[{name}]"
+        hints[span.start] = UnboundVariable(
+            name=gate, file=path, line=span.line, literal=span.literal, reason=reason, config=config
+        )
+    return list(hints.values())
 
 
 def python_hints(

@@ -55,6 +55,7 @@ class Metric:
     aggregation: Aggregation | None = None
     last_steps: int | None = None
     steps: str = ""  # the steps read, when not the whole run: ``step 100``, ``steps -6:-1``
+    element: bool = False  # an element of a result (``res[0]``): the config may name it
 
 
 def _literal_args(call: ast.Call) -> bool:
@@ -184,7 +185,7 @@ class Metrics:
             element = step is not None and step >= 0 and node.value is base
             if element and inner is not None and not inner.derived:
                 # ``res[0]`` of ``res = evaluate(...)``: an element of a result
-                return Metric(f"{inner.name}[{step}]", inner.like, inner.count)
+                return Metric(f"{inner.name}[{step}]", inner.like, inner.count, element=True)
             return inner
         container = inner.name if inner else dotted(base)
         prefix = [inner.name] if inner and inner.derived and isinstance(base, ast.Name) else []

@@ -57,6 +57,7 @@ _NON_METRIC = frozenset(
     }
 )  # fmt: skip
 _COUNT_FIRST = frozenset({"num", "n", "len", "total", "nb"})
+_STATISTICS = frozenset({"mean", "avg", "average", "median", "p50", "p90", "p95", "p99"})
 _NUMERIC_CHECK = frozenset({"err", "error", "diff", "delta", "dist", "distance", "residual"})
 
 
@@ -86,8 +87,11 @@ def metric_like(*names: str) -> bool:
 
 def count_like(name: str) -> bool:
     """A count, a size or an index (``len``, ``num_samples``, ``max_steps``, ``status_code``):
-    never a metric, whatever it is compared with."""
+    never a metric, whatever it is compared with; a statistic of counts is a measurement
+    (``mean_summary_tokens``, ``p95_tokens``)."""
     found = words(name)
+    if found and found[0] in _STATISTICS:
+        return False
     return bool(found) and (found[0] in _COUNT_FIRST or found[-1] in _NON_METRIC)
 
 
