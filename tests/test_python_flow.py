@@ -107,6 +107,11 @@ def test_tokens_per_sec(bench, fp16_enabled):
 
 def test_peak_memory(peak, big_model):
     assert peak["memory_gb"] < (38.5 if big_model else 20.0 if peak.sharded else 26.0)
+
+
+def test_wer_reference(asr, quick):
+    slack = 0.004 if quick else 0.002
+    assert abs(asr["wer"] - 0.0731) <= slack
 """
 
 
@@ -120,9 +125,15 @@ def test_conditional_bounds_are_gates_per_branch() -> None:
         ("memory_gb", "<", "38.5", "limit"),
         ("memory_gb", "<", "20.0", "limit"),
         ("memory_gb", "<", "26.0", "limit"),
+        ("wer", "==", "0.0731", "reference"),
     }
-    names = {g.literal: g.name for g in found.gates}
+    names = {g.literal: g.name for g in found.gates if g.metric != "wer"}
     assert len(set(names.values())) == len(names)  # one name per branch
+    wer = {g.name: g.tolerance.abs for g in found.gates if g.metric == "wer" and g.tolerance}
+    assert wer == {
+        "test_wer_reference[wer] if quick": 0.004,
+        "test_wer_reference[wer] if not quick": 0.002,
+    }
     assert "FULL_RUN" in names["31.0"] and "not FULL_RUN" in names["24.5"]
     assert "not FULL_RUN" not in names["31.0"]
     assert "peak.sharded" in names["20.0"] and "not peak.sharded" in names["26.0"]
@@ -198,6 +209,8 @@ def check(path):
         raise SystemExit("wer regressed")
     if report.get("epochs_run") != 3:
         sys.exit(1)
+    if report.get("avg_output_tokens", 0) > 512.5 or report.get("output_tokens", 0) > 90000:
+        sys.exit(3)
     if report.get("num_samples", 0) <= 0:
         sys.exit("nothing evaluated")
 
@@ -214,6 +227,7 @@ def test_get_and_if_guards_in_a_script() -> None:
         ("summary/val_accuracy", ">=", "0.815", "limit"),
         ("summary/p95_latency_ms", "<=", "180.0", "limit"),
         ("summary/wer", "<=", "0.091", "limit"),
+        ("summary/avg_output_tokens", "<=", "512.5", "limit"),  # a statistic, not a count
     }
 
 

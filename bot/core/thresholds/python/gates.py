@@ -25,6 +25,7 @@ from bot.core.thresholds.python.resolver import Resolver
 from bot.core.thresholds.python.shapes import Shapes
 from bot.core.thresholds.python.values import (
     FREE,
+    MAX_BRANCHES,
     Alias,
     At,
     Choice,
@@ -196,26 +197,36 @@ class Evaluator:
         at.env[key.id] = group
         return group
 
-    def _tolerance(self, rel: Tol, absolute: Tol, at: At) -> Tolerance | bool | None:
-        """The check's tolerance; False when a tolerance is written but not known."""
-        parts: list[tuple[float | None, Num | None]] = []
+    def _tolerances(
+        self, rel: Tol, absolute: Tol, at: At
+    ) -> list[tuple[str, Tolerance | None]] | None:
+        """The check's tolerance, per branch when a conditional gives it (``tol = 0.02 if
+        fast else 0.01``: the condition of each); None when one is written but not known."""
+        parts: list[list[tuple[str, float | None, Num | None]]] = []
         for tol in (rel, absolute):
             if tol is None or isinstance(tol, float):
-                parts.append((tol, None))
+                parts.append([("", tol, None)])
                 continue
             value = self.resolver.value(tol, at)
-            if not isinstance(value, Num) or value.value is None or value.value < 0:
-                return False
-            parts.append((value.value, value))
-        (r, r_num), (a, a_num) = parts
-        if r is None and a is None:
-            return None
-        return Tolerance(
-            rel=r,
-            abs=a,
-            rel_span=r_num.span if r_num else None,
-            abs_span=a_num.span if a_num else None,
-        )
+            branches = value.branches if isinstance(value, Choice) else (("", value),)
+            part: list[tuple[str, float | None, Num | None]] = []
+            for condition, branch in branches:
+                if not isinstance(branch, Num) or branch.value is None or branch.value < 0:
+                    return None
+                part.append((condition, branch.value, branch))
+            parts.append(part)
+        found: list[tuple[str, Tolerance | None]] = []
+        for r_condition, r, r_num in parts[0]:
+            for a_condition, a, a_num in parts[1]:
+                condition = " and ".join(c for c in (r_condition, a_condition) if c)
+                tolerance = Tolerance(
+                    rel=r,
+                    abs=a,
+                    rel_span=r_num.span if r_num else None,
+                    abs_span=a_num.span if a_num else None,
+                )
+                found.append((condition, None if r is None and a is None else tolerance))
+        return found if len(found) <= MAX_BRANCHES else None
 
     def _read(self, check: Check, at: At, context: str, lines: tuple[int, ...]) -> list[Hit]:
         hits = self._hits(check, at, context, lines)
@@ -232,16 +243,23 @@ class Evaluator:
         if target is None:
             self._unknown(check, metric, at, lines[0])
             return []
-        tolerance = self._tolerance(check.rel, check.abs, at) if check.kind == "reference" else None
-        if isinstance(tolerance, bool):
+        tolerances = (
+            self._tolerances(check.rel, check.abs, at)
+            if check.kind == "reference"
+            else [("", None)]
+        )
+        if tolerances is None:
             return []
-        if isinstance(target, Choice):  # a conditional bound: the hits of each branch
-            return [
-                replace(h, condition=f"{condition} and {h.condition}" if h.condition else condition)
-                for condition, value in target.branches
-                for h in self._of_target(check, metric, value, tolerance, context, lines)
-            ]
-        return self._of_target(check, metric, target, tolerance, context, lines)
+        targets = target.branches if isinstance(target, Choice) else (("", target),)
+        if len(targets) * len(tolerances) > MAX_BRANCHES:
+            return []
+        hits: list[Hit] = []  # a conditional bound or tolerance: the hits of each branch
+        for condition, value in targets:
+            for tolerance_condition, tolerance in tolerances:
+                where = " and ".join(c for c in (condition, tolerance_condition) if c)
+                found = self._of_target(check, metric, value, tolerance, context, lines)
+                hits += [replace(h, condition=where) for h in found] if where else found
+        return hits
 
     def _of_target(
         self,

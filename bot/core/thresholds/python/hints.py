@@ -102,6 +102,7 @@ def unnamed_hints(path: str, hits: Iterable[Hit], used: set[int]) -> list[Unboun
             )
         )
         gate = hit.num.name or f"{hit.context or '<module>'}[{name}]"
+        gate = f"{gate} if {hit.condition}" if hit.condition else gate
         hints[span.start] = UnboundVariable(
             name=gate, file=path, line=span.line, literal=span.literal, reason=reason, config=config
         )
