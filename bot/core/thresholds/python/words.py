@@ -80,9 +80,14 @@ def _rate(found: tuple[str, ...]) -> bool:
 
 
 def metric_like(*names: str) -> bool:
-    """Whether any of the names (a metric and its container) has a metric word or is a
-    rate (``images_per_second``)."""
-    return any(_rate(found := words(name)) or any(_metric_word(w) for w in found) for name in names)
+    """Whether any of the names (a metric and its container) has a metric word, is a rate
+    (``images_per_second``) or a statistic of something (``avg_output_tokens``)."""
+    return any(
+        _rate(found := words(name))
+        or any(_metric_word(w) for w in found)
+        or any(w in _STATISTICS for w in found[:-1])
+        for name in names
+    )
 
 
 def count_like(name: str) -> bool:
