@@ -10,9 +10,13 @@
 
 Conversions are transparent (``float(x)``, ``x.item()``, ``torch.tensor(x)``);
 ``mean``/``median``/``min``/``max`` of a series record the aggregation (and ``x[-5:]`` the
-last steps); ``sum(x) / len(x)`` is a mean.  A call of an unknown function is its name
-without ``get_``/``compute_``… (``compute_accuracy(p, y)`` -> ``accuracy``), unless all its
-arguments are literals (a unit test of that function, not a metric).
+last steps, ``x[-6:-1]`` a window over them, ``x["loss"][100]`` one step: named with it);
+``sum(x) / len(x)`` is a mean; a function of the file that returns one expression is read
+with its parameters bound to the call's arguments (``mean(data["loss"], -6, -1)``).  An
+element of a result written ``res[0]`` is the metric ``res[0]``.  A call of an unknown
+function is its name without ``get_``/``compute_``… (``compute_accuracy(p, y)`` ->
+``accuracy``), unless all its arguments are literals (a unit test of that function, not a
+metric).
 """
 
 from __future__ import annotations

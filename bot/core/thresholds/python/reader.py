@@ -11,8 +11,14 @@ metric named (``python_metric``) and the threshold's value resolved (``python_re
 none binds become hints (``python_hints``), and a config may declare gates on constants
 (``python_declared``).  docs/threshold-files.md lists the shapes.
 
+Each check's operands are followed back through locals holding arithmetic or a difference
+(``python_inline``), conditional expressions (one gate per branch), elements of a result,
+``.get()`` and windows of a series (``python_metric``).
+
 Bounds: the parser's own depth limits (a deeper file is reported unreadable), expression
-reading capped at ``MAX_DEPTH`` levels, tables at ``MAX_ENTRIES`` entries, at most
+reading capped at ``MAX_DEPTH`` levels, tables at ``MAX_ENTRIES`` entries, conditionals at
+``MAX_BRANCHES`` branches, locals followed ``MAX_INLINE_DEPTH`` deep (``MAX_INLINED`` per
+check), at most
 ``MAX_WORK`` checks and literals read (loops times checks) and ``MAX_GATES`` gates
 reported per file (each with a note).
 """

@@ -3,8 +3,10 @@
 Literals are read where they are written; names resolve through the scope rules of
 ``python_scope`` (a constant is assigned exactly once); ``self.X`` through the class;
 ``T["k"]`` / ``T[0]`` through tables; ``f()`` through a function that only returns a value;
-variables of loops, parametrizations and helpers through their ``Group``.  Work is bounded:
-expressions deeper than ``MAX_DEPTH`` and tables over ``MAX_ENTRIES`` are unknown.
+variables of loops, parametrizations and helpers through their ``Group``; ``a if c else b``
+into a ``Choice`` of its branches.  Work is bounded: expressions deeper than ``MAX_DEPTH``,
+tables over ``MAX_ENTRIES`` entries and conditionals over ``MAX_BRANCHES`` branches are
+unknown.
 """
 
 from __future__ import annotations
