@@ -119,6 +119,7 @@ class Evaluator:
         self.resolver = resolver
         self.metrics = metrics
         self.named = frozenset(named)  # names the config maps to history keys: metrics
+        self.definitions: dict[tuple[int, str], tuple[ast.expr, frozenset[str]] | None] = {}
         self.hits: list[list[Hit]] = []  # per check and iteration group
         self.unbound: dict[str, UnboundVariable] = {}
         self.work = 0  # checks read and literals bound so far (``MAX_WORK`` at most)
@@ -142,7 +143,7 @@ class Evaluator:
 
         shapes = Shapes(is_known)
         lines = (stmt.lineno, stmt.end_lineno or stmt.lineno)
-        followed = Inliner(self.resolver, at, is_known).statement(stmt)
+        followed = Inliner(self.resolver, at, is_known, self.definitions).statement(stmt)
         for check in shapes.statement(followed):
             group = self._group(check, at)
             if group is None:

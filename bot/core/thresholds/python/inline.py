@@ -31,11 +31,18 @@ _Node = TypeVar("_Node", bound=ast.AST)
 class Inliner:
     """Replaces the names of one statement's check (``known``: whether a node has a value)."""
 
-    def __init__(self, resolver: Resolver, at: At, known: Callable[[ast.expr], bool]) -> None:
+    def __init__(
+        self,
+        resolver: Resolver,
+        at: At,
+        known: Callable[[ast.expr], bool],
+        cache: dict[tuple[int, str], tuple[ast.expr, frozenset[str]] | None],
+    ) -> None:
         self.resolver = resolver
         self.at = at
         self.known = known
         self.left = MAX_INLINED
+        self.cache = cache  # per scope and name: its definition and the names it reads
 
     def statement(self, stmt: ast.stmt) -> ast.stmt:
         """``stmt`` with its check's names replaced (the statement itself when none is)."""
@@ -51,6 +58,10 @@ class Inliner:
         return stmt
 
     def expr(self, node: ast.expr, depth: int) -> ast.expr:
+        if depth == 0 and not any(
+            isinstance(n, ast.Name) and self._definition(n) is not None for n in ast.walk(node)
+        ):
+            return node  # nothing to follow (most checks): the tree is not copied
         if depth > MAX_INLINE_DEPTH or isinstance(node, _OPAQUE):
             return node
         if isinstance(node, ast.Name):
@@ -74,25 +85,35 @@ class Inliner:
     def _definition(self, node: ast.Name) -> ast.expr | None:
         """The expression ``node`` stands for, when it is arithmetic on known values or a
         difference from a reference; None otherwise."""
-        at, resolver = self.at, self.resolver
-        if node.id in at.env or self.known(node):
+        at = self.at
+        if node.id in at.env:
             return None
-        scope = resolver.lookup(node.id, at.scope)
-        written = scope.assigned.get(node.id, []) if scope else []
+        key = (id(at.scope), node.id)
+        if key not in self.cache:
+            self.cache[key] = self._candidate(node.id)
+        found = self.cache[key]
+        if found is None or self.known(node) or found[1] & at.env.keys():
+            return None  # the definition would read a loop's variable here
+        definition = found[0]
+        if _arithmetic(definition, self.known) or Comparison(self.known).difference(definition):
+            return definition
+        return None
+
+    def _candidate(self, name: str) -> tuple[ast.expr, frozenset[str]] | None:
+        """The one expression assigned to ``name`` when it may be arithmetic and reads the
+        same names where it is compared, with the names it reads."""
+        resolver, here = self.resolver, self.at.scope
+        scope = resolver.lookup(name, here)
+        written = scope.assigned.get(name, []) if scope else []
         if scope is None or len(written) != 1 or written[0] is None:
             return None
         definition = written[0]
         if not isinstance(definition, ast.BinOp | ast.UnaryOp | ast.Call):
             return None
-        for sub in ast.walk(definition):
-            if isinstance(sub, ast.Name) and (
-                sub.id in at.env
-                or resolver.lookup(sub.id, at.scope) is not resolver.lookup(sub.id, scope)
-            ):
-                return None  # the definition would read other names here
-        if _arithmetic(definition, self.known) or Comparison(self.known).difference(definition):
-            return definition
-        return None
+        names = frozenset(n.id for n in ast.walk(definition) if isinstance(n, ast.Name))
+        if any(resolver.lookup(n, here) is not resolver.lookup(n, scope) for n in names):
+            return None  # the definition would read other names here
+        return definition, names
 
 
 def _arithmetic(node: ast.expr, known: Callable[[ast.expr], bool]) -> bool:
