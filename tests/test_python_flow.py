@@ -288,3 +288,55 @@ def test_what_is_not_a_gate_stays_out() -> None:
     found = _read("tests/test_smoke.py", NOT_GATES)
     assert _rows(found) == {("eval_loss", "<", "3.1", "limit")}
     assert {u.literal for u in found.unbound} <= {"4096"}
+
+
+RECORDED = """\
+import sys
+
+
+def main(report):
+    problems = []
+    if report["top1_acc"] < 0.762:
+        problems.append("top1_acc regressed")
+    if report["eval_loss"] > 1.35:
+        problems.append("eval_loss regressed")
+    if report["epochs"] < 3:
+        print("short run")
+    passed = True
+    if report["ece"] > 0.045:
+        passed = False
+    if problems:
+        print("\\n".join(problems))
+        sys.exit(1)
+    assert passed
+
+
+def notes(report):
+    seen = []
+    if report["bleu"] < 20.0:
+        seen.append("low bleu")  # recorded, never failed on: not a gate
+    return seen
+"""
+
+
+def test_failures_recorded_then_failed_on() -> None:
+    config = parse_config('python: ["ci/*.py"]')
+    found = _read("ci/verdict.py", RECORDED, config)
+    assert _rows(found) == {
+        ("top1_acc", ">=", "0.762", "limit"),
+        ("eval_loss", "<=", "1.35", "limit"),
+        ("ece", "<=", "0.045", "limit"),
+    }
+
+
+def test_failures_recorded_at_module_level() -> None:
+    text = (
+        "import json, sys\n"
+        "m = json.load(open(sys.argv[1]))\n"
+        "failed = False\n"
+        "if m['val_f1'] < 0.7:\n"
+        "    failed = True\n"
+        "sys.exit(1 if failed else 0)\n"
+    )
+    found = _read("ci/flat.py", text, parse_config('python: ["ci/*.py"]'))
+    assert _rows(found) == {("val_f1", ">=", "0.7", "limit")}

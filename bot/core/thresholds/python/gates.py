@@ -22,7 +22,7 @@ from bot.core.thresholds.python.compare import Check, Tol
 from bot.core.thresholds.python.inline import Inliner
 from bot.core.thresholds.python.metric import Metric, Metrics
 from bot.core.thresholds.python.resolver import Resolver
-from bot.core.thresholds.python.shapes import Shapes
+from bot.core.thresholds.python.shapes import Shapes, recorders
 from bot.core.thresholds.python.values import (
     FREE,
     MAX_BRANCHES,
@@ -119,6 +119,7 @@ class Evaluator:
         self.resolver = resolver
         self.metrics = metrics
         self.named = frozenset(named)  # names the config maps to history keys: metrics
+        self.recorded: dict[int, frozenset[str]] = {}
         self.definitions: dict[tuple[int, str], tuple[ast.expr, frozenset[str]] | None] = {}
         self.hits: list[list[Hit]] = []  # per check and iteration group
         self.unbound: dict[str, UnboundVariable] = {}
@@ -141,7 +142,7 @@ class Evaluator:
                 known[id(node)] = self.resolver.value(node, probe) is not None
             return known[id(node)]
 
-        shapes = Shapes(is_known)
+        shapes = Shapes(is_known, self._recorders(at.scope.node))
         lines = (stmt.lineno, stmt.end_lineno or stmt.lineno)
         followed = Inliner(self.resolver, at, is_known, self.definitions).statement(stmt)
         for check in shapes.statement(followed):
@@ -158,6 +159,13 @@ class Evaluator:
                 for hit in self._read(check, at_step, here, lines):
                     hits.append(replace(hit, step=step) if hit.step is None else hit)
             self.hits.append(_as_curve(hits, group, context))
+
+    def _recorders(self, function: ast.AST) -> frozenset[str]:
+        """The names ``function`` fails on after gathering failures in them (cached)."""
+        key = id(function)
+        if key not in self.recorded:
+            self.recorded[key] = recorders(function)
+        return self.recorded[key]
 
     def _group(self, node: ast.AST | Check, at: At) -> Group | None:
         """The one loop or parametrization a statement or check reads (None: none, or
