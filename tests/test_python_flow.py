@@ -340,3 +340,51 @@ def test_failures_recorded_at_module_level() -> None:
     )
     found = _read("ci/flat.py", text, parse_config('python: ["ci/*.py"]'))
     assert _rows(found) == {("val_f1", ">=", "0.7", "limit")}
+
+
+BRANCHES = """\
+import os
+
+if os.environ.get("FULL") == "1":
+    MAP_FLOOR = 0.412
+elif os.environ.get("SMOKE"):
+    MAP_FLOOR = 0.2
+else:
+    MAP_FLOOR = 0.35
+
+IOU_TARGET = 0.7 if os.environ.get("FULL") else 0.6
+
+
+def test_detector(run, on_gpu):
+    assert run["map"] >= MAP_FLOOR
+    recall_floor = 0.55
+    if on_gpu:
+        recall_floor = 0.61
+    low, high = 0.2, 0.9
+    assert low <= run["box_recall"] <= high
+    assert run["mask_recall"] >= recall_floor
+"""
+
+
+def test_if_statement_branches_and_tuple_assignments() -> None:
+    found = _read("tests/test_detector.py", BRANCHES)
+    assert _rows(found) == {
+        ("map", ">=", "0.412", "limit"),
+        ("map", ">=", "0.2", "limit"),
+        ("map", ">=", "0.35", "limit"),
+        ("box_recall", ">=", "0.2", "limit"),
+        ("box_recall", "<=", "0.9", "limit"),
+        ("mask_recall", ">=", "0.61", "limit"),
+        ("mask_recall", ">=", "0.55", "limit"),
+    }
+    names = {g.literal: g.name for g in found.gates if g.metric == "map"}
+    assert names["0.412"] == "MAP_FLOOR if os.environ.get('FULL') == '1'"
+    assert names["0.35"].startswith("MAP_FLOOR if not os.environ.get('FULL') == '1' and not ")
+    assert _by_literal(found, "0.61").name == "test_detector.recall_floor if on_gpu"
+    assert _by_literal(found, "0.55").name == "test_detector.recall_floor if not on_gpu"
+    # a conditional constant compared nowhere: each branch a hint (not a gate)
+    hinted = {u.literal: u.name for u in found.unbound}
+    assert hinted == {
+        "0.7": "IOU_TARGET if os.environ.get('FULL')",
+        "0.6": "IOU_TARGET if not os.environ.get('FULL')",
+    }

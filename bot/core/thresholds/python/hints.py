@@ -23,7 +23,7 @@ from bot.core.thresholds.hints import config_lines
 from bot.core.thresholds.python.gates import Hit, unnamed
 from bot.core.thresholds.python.resolver import Resolver
 from bot.core.thresholds.python.scope import Module, Scope, Use
-from bot.core.thresholds.python.values import Num, Table, flatten
+from bot.core.thresholds.python.values import Choice, Num, Table, flatten
 from bot.core.thresholds.python.words import hint_worthy, metric_guess, tolerance_like
 
 
@@ -122,7 +122,7 @@ def python_hints(
             key = scope.qualify(name)
             if not hint_worthy(name) or key in skip or name in skip or not lines:
                 continue
-            if len(written) > 1:
+            if len(written) > 1 and resolver.constant(name, scope, 0) is None:
                 if any(w is not None and resolver.source.number(w) for w in written):
                     shown = ", ".join(str(n) for n in lines[:5])
                     reason = (
@@ -136,6 +136,13 @@ def python_hints(
                 continue
             value = resolver.constant(name, scope, 0)
             uses = module.uses.get("." + name if scope.kind == "class" else name, [])
+            if isinstance(value, Choice):  # a conditional: each branch no gate binds
+                for condition, branch in value.branches:
+                    hint = _hint(path, key, branch, uses, used) if isinstance(branch, Num) else None
+                    if hint is not None:
+                        named = f"{key} if {condition}"
+                        hints.append(hint.model_copy(update={"name": named, "config": ""}))
+                continue
             hint = _hint(path, key, value, uses, used) if isinstance(value, Num | Table) else None
             if hint is not None:
                 hints.append(hint)

@@ -4,7 +4,8 @@ Literals are read where they are written; names resolve through the scope rules 
 ``python_scope`` (a constant is assigned exactly once); ``self.X`` through the class;
 ``T["k"]`` / ``T[0]`` through tables; ``f()`` through a function that only returns a value;
 variables of loops, parametrizations and helpers through their ``Group``; ``a if c else b``
-into a ``Choice`` of its branches.  Work is bounded: expressions deeper than ``MAX_DEPTH``,
+and a name assigned in each branch of an ``if`` statement (``python_branches``) into a
+``Choice`` of its branches.  Work is bounded: expressions deeper than ``MAX_DEPTH``,
 tables over ``MAX_ENTRIES`` entries and conditionals over ``MAX_BRANCHES`` branches are
 unknown.
 """
@@ -13,6 +14,7 @@ from __future__ import annotations
 
 import ast
 
+from bot.core.thresholds.python.branches import branches, condition
 from bot.core.thresholds.python.scope import Module, Scope, dotted
 from bot.core.thresholds.python.source import Source
 from bot.core.thresholds.python.values import (
@@ -32,16 +34,9 @@ from bot.core.thresholds.python.values import (
 )
 
 MAX_DEPTH = 40
-_CONDITION_CHARS = 60
 _CONVERSIONS = frozenset(
     {"tensor", "array", "asarray", "as_tensor", "list", "tuple", "float", "Tensor", "float64"}
 )
-
-
-def _condition(node: ast.expr) -> str:
-    """A condition's text as written (normalised by ``ast.unparse``), shortened."""
-    text = ast.unparse(node)
-    return text if len(text) <= _CONDITION_CHARS else text[: _CONDITION_CHARS - 1] + "…"
 
 
 class Resolver:
@@ -74,11 +69,15 @@ class Resolver:
         self._busy.add(key)
         found: Value | None = None
         written = scope.assigned.get(name) or scope.attrs.get(name) or []
+        inner: Value | None = None
         if len(written) == 1 and written[0] is not None:
             inner = self.value(written[0], At(scope), depth + 1)
+        elif 1 < len(written) <= MAX_BRANCHES and name in scope.assigned:
+            inner = self._branches(name, scope, len(written), depth)
+        if inner is not None:
             qualified = scope.qualify(name)
             keep = scope.kind != "function"
-            found = None if inner is None else named(inner, qualified, qualified if keep else "")
+            found = named(inner, qualified, qualified if keep else "")
         self._busy.discard(key)
         self._constants[key] = found
         return found
@@ -152,7 +151,7 @@ class Resolver:
         if isinstance(node, ast.Dict):
             return self._dict(node.keys, node.values, at, depth)
         if isinstance(node, ast.IfExp):
-            return self._choice(node, at, depth)
+            return self._ifexp(node, at, depth)
         nan = self.source.nan(node)
         if nan is not None:
             return Num(None, nan)
@@ -173,20 +172,28 @@ class Resolver:
         scope = self.lookup(name, at.scope)
         return self.constant(name, scope, depth) if scope is not None else None
 
-    def _choice(self, node: ast.IfExp, at: At, depth: int) -> Value | None:
-        """``a if c else b``: a ``Choice`` of its branches, each with its condition (nested
-        conditionals flattened); None when a branch is unknown or there are too many."""
-        condition = _condition(node.test)
-        branches: list[tuple[str, Value]] = []
-        for prefix, branch in ((condition, node.body), (f"not {condition}", node.orelse)):
+    def _branches(self, name: str, scope: Scope, written: int, depth: int) -> Value | None:
+        """A name assigned in the branches of an ``if`` statement (``python_branches``)."""
+        found = branches(scope.node, name, written)
+        return self._choice(found, At(scope), depth) if found is not None else None
+
+    def _ifexp(self, node: ast.IfExp, at: At, depth: int) -> Value | None:
+        test = condition(node.test)
+        return self._choice([(test, node.body), (f"not {test}", node.orelse)], at, depth)
+
+    def _choice(self, alternatives: list[tuple[str, ast.expr]], at: At, depth: int) -> Value | None:
+        """A ``Choice`` of the alternatives' values, each with its condition (nested
+        conditionals flattened); None when one is unknown or there are too many."""
+        found: list[tuple[str, Value]] = []
+        for prefix, branch in alternatives:
             value = self.value(branch, at, depth + 1)
             if value is None:
                 return None
             if isinstance(value, Choice):
-                branches += [(f"{prefix} and {c}", v) for c, v in value.branches]
+                found += [(f"{prefix} and {c}", v) for c, v in value.branches]
             else:
-                branches.append((prefix, value))
-        return Choice(tuple(branches)) if len(branches) <= MAX_BRANCHES else None
+                found.append((prefix, value))
+        return Choice(tuple(found)) if len(found) <= MAX_BRANCHES else None
 
     def _list(self, elts: list[ast.expr], at: At, depth: int) -> Value | None:
         if len(elts) > MAX_ENTRIES:

@@ -1,7 +1,7 @@
 """The scopes of a Python module and what each assigns, found in one pass over the tree.
 
 A name is a constant of its scope when the scope assigns it exactly once, as ``NAME = expr``
-(or ``NAME: T = expr``); any other store (a second assignment, ``+=``, a ``for`` target, an
+(or ``NAME: T = expr``, or ``A, B = expr_a, expr_b``); any other store (a second assignment, ``+=``, a ``for`` target, an
 import, ``global NAME`` in a function) makes it a variable.  For classes the pass also records
 ``self.NAME = expr`` in their methods, and for every scope the functions whose body is one
 ``return <expr>`` (``def expected_losses(self): return [10.5, 10.4]``).  Uses of names
@@ -221,6 +221,16 @@ class _Builder:
     def assign(self, target: ast.expr, value: ast.expr, scope: Scope, line: int) -> bool:
         if isinstance(target, ast.Name):
             scope.store(target.id, value, line)
+            return True
+        if (
+            isinstance(target, ast.Tuple | ast.List)
+            and isinstance(value, ast.Tuple | ast.List)
+            and len(target.elts) == len(value.elts)
+            and all(isinstance(t, ast.Name) for t in target.elts)
+            and not any(isinstance(v, ast.Starred) for v in value.elts)
+        ):  # lo, hi = 0.7, 0.95: each name its element
+            for name, element in zip(target.elts, value.elts, strict=True):
+                self.assign(name, element, scope, line)
             return True
         return isinstance(target, ast.Attribute) and self.attribute_store(
             target, value, scope, line
