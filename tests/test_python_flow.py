@@ -280,6 +280,8 @@ def test_smoke(run, resp, batches):
     assert resp.status_code == 200
     assert len(batches) == 16
     assert out["train_loss"].shape[0] == 20
+    assert out["token_accuracy"] <= 1.0
+    assert out["eval_perplexity"] >= 1
     assert out["eval_loss"] < 3.1
 """
 

@@ -5,7 +5,8 @@ A literal becomes a gate only when the compared expression is a metric (not a co
 one (``accuracy``, ``results["gsm8k"]``, ``wer``) or the threshold's name names a metric
 (``MMLU_MIN``, ``EXPECTED_LOSS``; ``expected`` alone does not).  An error or a difference
 held under a tiny bound (``max_err < 1e-5``) is a numerical check, and a limit written as a
-power of ten (``loss < 1e6``) a sanity bound: neither is a gate.  A threshold named but not
+power of ten (``loss < 1e6``) a sanity bound, and a limit at the end of the metric's own
+range (``accuracy <= 1.0``, ``perplexity > 1``) trivial: none is a gate.  A threshold named but not
 known (assigned twice, a parameter, imported) gives a hint instead, as does a literal
 compared with an element of a result whose name says nothing (``res[0] < 0.31``), unless the
 config's ``metrics:`` maps that name to a history key (a mapped name is a metric).
@@ -41,6 +42,7 @@ from bot.core.thresholds.python.words import (
     numeric_check,
     sanity_bound,
     threshold_like,
+    trivial_bound,
 )
 
 MAX_WORK = 10_000  # literals read per file (a loop's iterations times its checks): bounded time
@@ -75,6 +77,8 @@ def bindable(metric: Metric, num: Num, hit_op: Op, kind: GateKind, threshold: st
     if kind == "limit" and sanity_bound(num.span.literal):
         return False
     if kind == "limit" and hit_op in ("<", "<=") and numeric_check(metric.name, num.value):
+        return False
+    if kind == "limit" and trivial_bound(metric.name, hit_op, num.value):
         return False
     return names_a_metric(metric, (num.name, num.const, threshold))
 

@@ -150,3 +150,20 @@ def metric_guess(name: str) -> str:
     ``MIN_ACCURACY`` -> ``accuracy``; the name in lower case when nothing is left."""
     kept = [w for w in words(name) if w not in THRESHOLD_WORDS and w not in _WEAK_THRESHOLD_WORDS]
     return "_".join(kept) or name.lower()
+
+
+_BOUNDED = frozenset(
+    {"acc", "accuracy", "f1", "precision", "recall", "auc", "auroc", "iou", "dice", "ssim"}
+    | {"em", "exact", "match", "rate", "similarity", "correctness", "top1", "top5", "map"}
+)  # fmt: skip
+_AT_LEAST_ONE = frozenset({"ppl", "perplexity"})
+
+
+def trivial_bound(name: str, op: str, value: float) -> bool:
+    """A limit no run can fail, the metric's own range: a score at most 1 (or 100, in
+    percent: ``accuracy <= 1.0``), a perplexity at least 1."""
+    found = set(words(name))
+    upper = op in ("<", "<=")
+    if upper and value in (1, 100) and found & _BOUNDED:
+        return True
+    return not upper and value == 1 and bool(found & _AT_LEAST_ONE)
