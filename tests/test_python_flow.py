@@ -247,6 +247,7 @@ def test_rl_run(tmp_path):
     assert window(hist["value_loss"], -8, -2) < 0.35
     assert np.mean(hist["entropy"][-4:]) > 1.1
     assert hist["kl"][250] < 0.08
+    assert sum(hist["episode_return"][-20:]) / 20 > 195.0
 """
 
 
@@ -257,7 +258,10 @@ def test_windowed_aggregations_and_single_steps() -> None:
         ("value_loss", "<", "0.35", "limit"),
         ("entropy", ">", "1.1", "limit"),
         ("kl", "<", "0.08", "limit"),
+        ("episode_return", ">", "195.0", "limit"),
     }
+    episodes = _by_literal(found, "195.0")
+    assert (episodes.aggregation, episodes.last_steps) == ("mean", 20)
     reward = _by_literal(found, "0.6")
     assert (reward.aggregation, reward.last_steps) == ("median", 10)
     value_loss = _by_literal(found, "0.35")

@@ -11,12 +11,12 @@
 Conversions are transparent (``float(x)``, ``x.item()``, ``torch.tensor(x)``);
 ``mean``/``median``/``min``/``max`` of a series record the aggregation (and ``x[-5:]`` the
 last steps, ``x[-6:-1]`` a window over them, ``x["loss"][100]`` one step: named with it);
-``sum(x) / len(x)`` is a mean; a function of the file that returns one expression is read
-with its parameters bound to the call's arguments (``mean(data["loss"], -6, -1)``).  An
-element of a result written ``res[0]`` is the metric ``res[0]``.  A call of an unknown
-function is its name without ``get_``/``compute_``… (``compute_accuracy(p, y)`` ->
-``accuracy``), unless all its arguments are literals (a unit test of that function, not a
-metric).
+``sum(x) / len(x)`` and ``sum(x[-10:]) / 10`` are means; a function of the file that
+returns one expression is read with its parameters bound to the call's arguments
+(``mean(data["loss"], -6, -1)``).  An element of a result written ``res[0]`` is the metric
+``res[0]``.  A call of an unknown function is its name without ``get_``/``compute_``…
+(``compute_accuracy(p, y)`` -> ``accuracy``), unless all its arguments are literals (a unit
+test of that function, not a metric).
 """
 
 from __future__ import annotations
@@ -249,16 +249,28 @@ class Metrics:
 
 
 def _sum_over_len(node: ast.BinOp) -> ast.expr | None:
-    """``sum(x) / len(x)`` -> ``x``."""
+    """``sum(x) / len(x)`` -> ``x``; ``sum(x[-10:]) / 10`` -> ``x[-10:]``."""
     left, right = node.left, node.right
+    if not (isinstance(left, ast.Call) and dotted(left.func) == "sum" and len(left.args) == 1):
+        return None
     if (
-        isinstance(left, ast.Call)
-        and isinstance(right, ast.Call)
-        and dotted(left.func) == "sum"
+        isinstance(right, ast.Call)
         and dotted(right.func) == "len"
-        and len(left.args) == 1
         and len(right.args) == 1
         and ast.dump(left.args[0]) == ast.dump(right.args[0])
     ):
         return left.args[0]
+    window = left.args[0]  # sum(x[-10:]) / 10
+    lower = window.slice.lower if isinstance(window, ast.Subscript) else None
+    if (
+        isinstance(window, ast.Subscript)
+        and isinstance(window.slice, ast.Slice)
+        and window.slice.upper is None
+        and isinstance(lower, ast.UnaryOp)
+        and isinstance(lower.op, ast.USub)
+        and isinstance(lower.operand, ast.Constant)
+        and isinstance(right, ast.Constant)
+        and lower.operand.value == right.value
+    ):
+        return window
     return None
