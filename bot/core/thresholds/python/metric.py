@@ -261,11 +261,11 @@ def _sum_over_len(node: ast.BinOp) -> ast.expr | None:
     ):
         return left.args[0]
     window = left.args[0]  # sum(x[-10:]) / 10
-    lower = window.slice.lower if isinstance(window, ast.Subscript) else None
+    part = window.slice if isinstance(window, ast.Subscript) else None
+    lower = part.lower if isinstance(part, ast.Slice) else None
     if (
-        isinstance(window, ast.Subscript)
-        and isinstance(window.slice, ast.Slice)
-        and window.slice.upper is None
+        isinstance(part, ast.Slice)
+        and part.upper is None
         and isinstance(lower, ast.UnaryOp)
         and isinstance(lower.op, ast.USub)
         and isinstance(lower.operand, ast.Constant)
