@@ -63,6 +63,12 @@ def test_chrf_floor():
     chrf_score = translate_eval("de-en")["chrf_score"]
     minimum = 0.58
     assert chrf_score >= minimum, f"chrf {chrf_score} under {minimum}"
+
+
+def test_memory_cap():
+    cap = 18.5 * 1.25
+    assert profile_decoder(batch=32)["memory_gb"] <= cap
+    assert profile_decoder(batch=1)["memory_gb"] >= 0.9 * 0.8  # which is the reference?
 """
 
 
@@ -74,7 +80,10 @@ def test_locals_and_arithmetic_through_locals() -> None:
         ("ppl", ">=", "12.9", "reference"),
         ("ppl", "<=", "12.9", "reference"),
         ("chrf_score", ">=", "0.58", "limit"),
+        ("memory_gb", "<=", "18.5", "reference"),
     }
+    memory = _by_literal(found, "18.5")
+    assert memory.tolerance is not None and memory.tolerance.rel == 0.25
     bleu = _by_literal(found, "27.4")
     assert bleu.tolerance is not None and bleu.tolerance.abs == 0.3
     latency = _by_literal(found, "41.0")
