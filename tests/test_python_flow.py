@@ -216,6 +216,8 @@ def check(path):
         sys.exit(2)
     if report.get("wer") is not None and report.get("wer") > 0.091:
         raise SystemExit("wer regressed")
+    if report.get("quality", {}).get("rouge2", 0.0) < 0.19:
+        sys.exit("rouge2")
     if report.get("epochs_run") != 3:
         sys.exit(1)
     if report.get("avg_output_tokens", 0) > 512.5 or report.get("output_tokens", 0) > 90000:
@@ -237,6 +239,7 @@ def test_get_and_if_guards_in_a_script() -> None:
         ("summary/p95_latency_ms", "<=", "180.0", "limit"),
         ("summary/wer", "<=", "0.091", "limit"),
         ("summary/avg_output_tokens", "<=", "512.5", "limit"),  # a statistic, not a count
+        ("summary/quality/rouge2", ">=", "0.19", "limit"),
     }
 
 

@@ -182,7 +182,7 @@ class Metrics:
                 keys.append(key)
             elif isinstance(key, int) and base is node and isinstance(base.slice, ast.Constant):
                 step = key  # written in the check (a loop's variable: a golden curve's step)
-            base = base.value
+            base = _got(base.value)
         keys.reverse()
         inner = self.of(base, at, depth + 1)
         if not keys:
@@ -246,6 +246,18 @@ class Metrics:
                 env[keyword.arg] = Alias(keyword.value, at.scope)
         found = self.of(returned, At(function, env), depth + 1)
         return found if found is not None and found.derived else None
+
+
+def _got(node: ast.expr) -> ast.expr:
+    """``d.get("k", default)`` read as ``d["k"]`` (other expressions as they are)."""
+    if (
+        isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Attribute)
+        and node.func.attr == "get"
+        and node.args
+    ):
+        return ast.Subscript(node.func.value, node.args[0], ast.Load())
+    return node
 
 
 def _sum_over_len(node: ast.BinOp) -> ast.expr | None:
