@@ -406,3 +406,24 @@ def test_if_statement_branches_and_tuple_assignments() -> None:
         "0.7": "IOU_TARGET if os.environ.get('FULL')",
         "0.6": "IOU_TARGET if not os.environ.get('FULL')",
     }
+
+
+def test_failures_returned_as_the_exit_status() -> None:
+    text = (
+        "import sys\n"
+        "def main(m):\n"
+        "    ok = True\n"
+        "    if m['val_f1'] < 0.7:\n"
+        "        print('low f1')\n"
+        "        ok = False\n"
+        "    return 0 if ok else 1\n"
+        "def helper(m):\n"
+        "    ok = True\n"
+        "    if m['val_acc'] < 0.5:\n"
+        "        ok = False\n"
+        "    return 0 if ok else 1\n"  # not the exit status: not a gate
+        "if __name__ == '__main__':\n"
+        "    sys.exit(main(load()))\n"
+    )
+    found = _read("ci/status.py", text, parse_config('python: ["ci/*.py"]'))
+    assert _rows(found) == {("val_f1", ">=", "0.7", "limit")}

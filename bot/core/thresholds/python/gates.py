@@ -23,7 +23,7 @@ from bot.core.thresholds.python.compare import Check, Tol
 from bot.core.thresholds.python.inline import Inliner
 from bot.core.thresholds.python.metric import Metric, Metrics
 from bot.core.thresholds.python.resolver import Resolver
-from bot.core.thresholds.python.shapes import Shapes, recorders
+from bot.core.thresholds.python.shapes import Shapes, exit_codes, recorders
 from bot.core.thresholds.python.values import (
     FREE,
     MAX_BRANCHES,
@@ -124,6 +124,7 @@ class Evaluator:
         self.metrics = metrics
         self.named = frozenset(named)  # names the config maps to history keys: metrics
         self.recorded: dict[int, frozenset[str]] = {}
+        self.exits: frozenset[str] | None = None  # functions whose result is the exit status
         self.definitions: dict[tuple[int, str], tuple[ast.expr, frozenset[str]] | None] = {}
         self.hits: list[list[Hit]] = []  # per check and iteration group
         self.unbound: dict[str, UnboundVariable] = {}
@@ -168,7 +169,9 @@ class Evaluator:
         """The names ``function`` fails on after gathering failures in them (cached)."""
         key = id(function)
         if key not in self.recorded:
-            self.recorded[key] = recorders(function)
+            if self.exits is None:
+                self.exits = exit_codes(self.resolver.module.module.node)
+            self.recorded[key] = recorders(function, self.exits)
         return self.recorded[key]
 
     def _group(self, node: ast.AST | Check, at: At) -> Group | None:

@@ -227,10 +227,32 @@ def _flag(node: ast.expr) -> str | None:
     return node.id if isinstance(node, ast.Name) else None
 
 
-def recorders(function: ast.AST, limit: int = 5_000) -> frozenset[str]:
+def exit_codes(module: ast.AST, limit: int = 50_000) -> frozenset[str]:
+    """The functions whose result is the process's exit status: ``sys.exit(main())``,
+    ``raise SystemExit(main())``; reads at most ``limit`` nodes."""
+    found: set[str] = set()
+    for count, node in enumerate(ast.walk(module)):
+        if count > limit:
+            break
+        if not (isinstance(node, ast.Call) and len(node.args) == 1):
+            continue
+        name = dotted(node.func).rsplit(".", 1)[-1]
+        inner = node.args[0]
+        if name in ("exit", "SystemExit") and isinstance(inner, ast.Call):
+            found.add(dotted(inner.func))
+    return frozenset(found)
+
+
+def recorders(
+    function: ast.AST, exits: frozenset[str] = frozenset(), limit: int = 5_000
+) -> frozenset[str]:
     """The names a function fails on once it has gathered them (``if errors: sys.exit(1)``,
-    ``assert not errors``, ``assert ok``, ``sys.exit(1 if failed else 0)``), nested
-    functions and classes left out; reads at most ``limit`` nodes."""
+    ``assert not errors``, ``assert ok``, ``sys.exit(1 if failed else 0)``, ``return 1 if
+    errors else 0`` in a function named in ``exits``), nested functions and classes left
+    out; reads at most ``limit`` nodes."""
+    returns = isinstance(function, ast.FunctionDef | ast.AsyncFunctionDef) and (
+        function.name in exits
+    )
     found: set[str] = set()
     pending: list[ast.AST] = list(ast.iter_child_nodes(function))
     count = 0
@@ -246,6 +268,8 @@ def recorders(function: ast.AST, limit: int = 5_000) -> frozenset[str]:
             name = _flag(node.test)
         elif isinstance(node, ast.Call) and dotted(node.func).rsplit(".", 1)[-1] == "exit":
             name = _flag(node.args[0]) if len(node.args) == 1 else None
+        elif isinstance(node, ast.Return) and returns and node.value is not None:
+            name = _flag(node.value)
         if name is not None:
             found.add(name)
     return frozenset(found)
