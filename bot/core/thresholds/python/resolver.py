@@ -69,15 +69,16 @@ class Resolver:
         self._busy.add(key)
         found: Value | None = None
         written = scope.assigned.get(name) or scope.attrs.get(name) or []
-        inner: Value | None = None
         if len(written) == 1 and written[0] is not None:
             inner = self.value(written[0], At(scope), depth + 1)
-        elif 1 < len(written) <= MAX_BRANCHES and name in scope.assigned:
-            inner = self._branches(name, scope, len(written), depth)
-        if inner is not None:
             qualified = scope.qualify(name)
             keep = scope.kind != "function"
-            found = named(inner, qualified, qualified if keep else "")
+            found = None if inner is None else named(inner, qualified, qualified if keep else "")
+        elif 1 < len(written) <= MAX_BRANCHES and name in scope.assigned:
+            choice = self._branches(name, scope, len(written), depth)  # if: a = 1 / else: a = 2
+            qualified = scope.qualify(name)
+            keep = scope.kind != "function"
+            found = None if choice is None else named(choice, qualified, qualified if keep else "")
         self._busy.discard(key)
         self._constants[key] = found
         return found

@@ -1,12 +1,11 @@
 """The scopes of a Python module and what each assigns, found in one pass over the tree.
 
 A name is a constant of its scope when the scope assigns it exactly once, as ``NAME = expr``
-(or ``NAME: T = expr``, or ``A, B = expr_a, expr_b``); any other store (a second assignment,
-``+=``, a ``for`` target, an import, ``global NAME`` in a function) makes it a variable.
-For classes the pass also records ``self.NAME = expr`` in their methods, and for every scope
-the functions whose body is one ``return <expr>`` (``def expected_losses(self): return
-[10.5, 10.4]``).  Uses of names (passed to a call, compared, used otherwise) are kept, a few
-per name, to explain hints.
+(or ``NAME: T = expr``); any other store (a second assignment, ``+=``, a ``for`` target, an
+import, ``global NAME`` in a function) makes it a variable.  For classes the pass also records
+``self.NAME = expr`` in their methods, and for every scope the functions whose body is one
+``return <expr>`` (``def expected_losses(self): return [10.5, 10.4]``).  Uses of names
+(passed to a call, compared, used otherwise) are kept, a few per name, to explain hints.
 
 The traversal is iterative: a deeply nested expression cannot exhaust the Python stack.
 """
