@@ -271,7 +271,7 @@ def _other(
     if suffix in TEXT_GOLDEN_SUFFIXES:
         found = _text_golden(path, text, decls, related)
     elif suffix in PYTHON_SUFFIXES:
-        found = parse_python(path, text, decls)
+        found = parse_python(path, text, decls, _metric_names(config, decls))
     elif suffix in TABLE_SUFFIXES:
         table = next((d.csv for _, d in decls if d.csv is not None), None)
         found = parse_table(path, text, table)

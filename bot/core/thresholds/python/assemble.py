@@ -8,6 +8,9 @@ Naming rule (no line numbers, so inserting unrelated lines never renames a gate)
   case, by its id or first string), ``EXPECTED_LOSS`` (a golden curve);
 * a literal written in the check itself: ``<test>[<metric>]``, e.g.
   ``TestAccuracy.test_gsm8k[accuracy]`` (``<module>[accuracy]`` outside any function);
+* a branch of a conditional bound adds its condition: ``TOP1_MIN if ON_TPU``,
+  ``TOP1_MIN if not ON_TPU``, ``test_speed[tokens_per_sec] if fp16()`` (the condition as
+  written, so a PR changing one branch's value changes that gate only);
 * when two different literals would share a name, metric and operator, the later ones get
   `` #2``, `` #3`` in file order.
 
@@ -34,8 +37,12 @@ def _gate(hit: Hit, path: str, source: Source) -> Gate | None:
     num = hit.num
     if num.value is None or not bindable(hit.metric, num, hit.op, hit.kind, hit.threshold):
         return None
+    steps = hit.metric.steps
+    name = num.name or f"{hit.context or '<module>'}[{hit.metric.name}]"
+    if steps and not num.name:
+        name = f"{name}[{steps}]"
     return Gate(
-        name=num.name or f"{hit.context or '<module>'}[{hit.metric.name}]",
+        name=f"{name} if {hit.condition}" if hit.condition else name,
         file=path,
         line=num.span.line,
         metric=hit.metric.name,
@@ -48,7 +55,7 @@ def _gate(hit: Hit, path: str, source: Source) -> Gate | None:
         tolerance=hit.tolerance,
         aggregation=hit.metric.aggregation,
         last_steps=hit.metric.last_steps,
-        context=hit.context,
+        context=f"{hit.context} ({steps})" if steps and num.name else hit.context,
         ignored=_ignored(source, (*hit.lines, num.span.line)),
     )
 

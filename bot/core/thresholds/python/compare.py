@@ -8,7 +8,8 @@
   ``abs(m - R) <= A + T * abs(R)``;
 * references, one-sided: ``m >= R * (1 - T)``, ``m <= R * (1 + T)``, ``m >= R - T``,
   ``m <= R + T``, ``m >= R - T * R``, ``m >= R * 0.95`` (rel 0.05, ``R`` a name),
-  ``(R - m) / R <= T``, ``(m - R) / R <= T``, ``R - m <= T``; ``m - T < R`` and
+  ``(R - m) / R <= T``, ``(m - R) / R <= T``, ``R - m <= T``; ``m <= 0.212 * 1.05`` (a
+  literal reference: the factor is the one scale near 1); ``m - T < R`` and
   ``m + T > R`` when ``T``'s name says it is a tolerance (``RTOL``, ``margin``), ``m - R <= T``
   when ``T``'s or ``R``'s name says which is which.
 
@@ -47,6 +48,13 @@ _REFERENCE_WORDS = frozenset({"expected", "expect", "ref", "reference", "baselin
 
 def _one(node: ast.expr) -> bool:
     return isinstance(node, ast.Constant) and node.value in (1, 1.0) and node.value is not True
+
+
+def _factor(value: object, lower: bool) -> bool:
+    """A scale a reference is multiplied by to give a band: 0.5 to 1 below, 1 to 2 above."""
+    if not isinstance(value, float):
+        return False
+    return 0.5 <= value < 1 if lower else 1 < value <= 2
 
 
 def _abs_of(node: ast.expr) -> ast.expr | None:
@@ -98,6 +106,11 @@ class Comparison:
         elif found is None and _threshold_named(a) and not _threshold_named(b):
             found = Check(b, FLIP[op], a)
         return [found] if found is not None else []
+
+    def difference(self, x: ast.expr) -> bool:
+        """Whether ``x`` is a metric's difference from a reference: ``abs(m - R)``,
+        ``abs(m - R) / R`` and the other relative forms."""
+        return self._abs_diff(x) is not None or self._relative_diff(x) is not None
 
     def _oriented(self, x: ast.expr, op: Op, t: ast.expr) -> Check | None:
         """``x op t`` with ``x`` the metric side."""
@@ -216,11 +229,10 @@ class Comparison:
                     if isinstance(factor.op, ast.Add) and not lower:
                         return ref, factor.right, None
                 scale = factor.value if isinstance(factor, ast.Constant) else None
-                if isinstance(scale, float) and not isinstance(ref, ast.Constant):
-                    if lower and 0.5 <= scale < 1:
-                        return ref, round(1 - scale, 12), None
-                    if not lower and 1 < scale <= 2:
-                        return ref, round(scale - 1, 12), None
+                if isinstance(scale, float) and _factor(scale, lower):
+                    if isinstance(ref, ast.Constant) and _factor(ref.value, lower):
+                        continue  # 0.9 * 0.95: which is the reference?
+                    return ref, round(1 - scale if lower else scale - 1, 12), None
             return None
         wanted = ast.Sub if lower else ast.Add
         if isinstance(t, ast.BinOp) and isinstance(t.op, wanted) and known(t.left):

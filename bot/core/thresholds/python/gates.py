@@ -5,27 +5,44 @@ A literal becomes a gate only when the compared expression is a metric (not a co
 one (``accuracy``, ``results["gsm8k"]``, ``wer``) or the threshold's name names a metric
 (``MMLU_MIN``, ``EXPECTED_LOSS``; ``expected`` alone does not).  An error or a difference
 held under a tiny bound (``max_err < 1e-5``) is a numerical check, and a limit written as a
-power of ten (``loss < 1e6``) a sanity bound: neither is a gate.  A threshold named but not
-known (assigned twice, a parameter, imported) gives a hint instead.
+power of ten (``loss < 1e6``) a sanity bound, and a limit at the end of the metric's own
+range (``accuracy <= 1.0``, ``perplexity > 1``) trivial: none is a gate.  A threshold named but not
+known (assigned twice, a parameter, imported) gives a hint instead, as does a literal
+compared with an element of a result whose name says nothing (``res[0] < 0.31``), unless the
+config's ``metrics:`` maps that name to a history key (a mapped name is a metric).
 """
 
 from __future__ import annotations
 
 import ast
+from collections.abc import Collection
 from dataclasses import dataclass, replace
 
 from bot.core.models import GateKind, Op, Tolerance, UnboundVariable
 from bot.core.thresholds.python.compare import Check, Tol
+from bot.core.thresholds.python.inline import Inliner
 from bot.core.thresholds.python.metric import Metric, Metrics
 from bot.core.thresholds.python.resolver import Resolver
-from bot.core.thresholds.python.shapes import Shapes
-from bot.core.thresholds.python.values import FREE, Alias, At, Group, Num, Table, flatten
+from bot.core.thresholds.python.shapes import Shapes, exit_codes, recorders
+from bot.core.thresholds.python.values import (
+    FREE,
+    MAX_BRANCHES,
+    Alias,
+    At,
+    Choice,
+    Group,
+    Num,
+    Table,
+    Value,
+    flatten,
+)
 from bot.core.thresholds.python.words import (
     count_like,
     metric_like,
     numeric_check,
     sanity_bound,
     threshold_like,
+    trivial_bound,
 )
 
 MAX_WORK = 10_000  # literals read per file (a loop's iterations times its checks): bounded time
@@ -45,6 +62,7 @@ class Hit:
     step: int | None = None  # a golden curve's step
     curve: str = ""  # the curve's name, when this is one of its steps
     threshold: str = ""  # the name the threshold is read through (``EXPECTED_VALUE``)
+    condition: str = ""  # the branch of a conditional bound (``on_tpu()``, ``not on_tpu()``)
 
 
 def short(name: str) -> str:
@@ -60,7 +78,20 @@ def bindable(metric: Metric, num: Num, hit_op: Op, kind: GateKind, threshold: st
         return False
     if kind == "limit" and hit_op in ("<", "<=") and numeric_check(metric.name, num.value):
         return False
+    if kind == "limit" and trivial_bound(metric.name, hit_op, num.value):
+        return False
     return names_a_metric(metric, (num.name, num.const, threshold))
+
+
+def unnamed(hit: Hit) -> bool:
+    """Whether ``hit`` compares an element of a result (``res[0]``) that would be a gate
+    but for its name, which says nothing: the config can name it (a hint, not a gate)."""
+    if hit.curve or hit.metric.like or hit.metric.count or not hit.metric.element:
+        return False
+    metric = replace(hit.metric, like=True)
+    return not bindable(hit.metric, hit.num, hit.op, hit.kind, hit.threshold) and bindable(
+        metric, hit.num, hit.op, hit.kind, hit.threshold
+    )
 
 
 def names_a_metric(metric: Metric, thresholds: tuple[str, ...]) -> bool:
@@ -85,10 +116,16 @@ def _threshold_name(node: ast.expr) -> str:
 class Evaluator:
     """Collects the hits and the hints of one module's checking statements."""
 
-    def __init__(self, path: str, resolver: Resolver, metrics: Metrics) -> None:
+    def __init__(
+        self, path: str, resolver: Resolver, metrics: Metrics, named: Collection[str] = ()
+    ) -> None:
         self.path = path
         self.resolver = resolver
         self.metrics = metrics
+        self.named = frozenset(named)  # names the config maps to history keys: metrics
+        self.recorded: dict[int, frozenset[str]] = {}
+        self.exits: frozenset[str] | None = None  # functions whose result is the exit status
+        self.definitions: dict[tuple[int, str], tuple[ast.expr, frozenset[str]] | None] = {}
         self.hits: list[list[Hit]] = []  # per check and iteration group
         self.unbound: dict[str, UnboundVariable] = {}
         self.work = 0  # checks read and literals bound so far (``MAX_WORK`` at most)
@@ -110,9 +147,10 @@ class Evaluator:
                 known[id(node)] = self.resolver.value(node, probe) is not None
             return known[id(node)]
 
-        shapes = Shapes(is_known)
+        shapes = Shapes(is_known, self._recorders(at.scope.node))
         lines = (stmt.lineno, stmt.end_lineno or stmt.lineno)
-        for check in shapes.statement(stmt):
+        followed = Inliner(self.resolver, at, is_known, self.definitions).statement(stmt)
+        for check in shapes.statement(followed):
             group = self._group(check, at)
             if group is None:
                 self.hits.append(self._read(check, at, context, lines))
@@ -126,6 +164,15 @@ class Evaluator:
                 for hit in self._read(check, at_step, here, lines):
                     hits.append(replace(hit, step=step) if hit.step is None else hit)
             self.hits.append(_as_curve(hits, group, context))
+
+    def _recorders(self, function: ast.AST) -> frozenset[str]:
+        """The names ``function`` fails on after gathering failures in them (cached)."""
+        key = id(function)
+        if key not in self.recorded:
+            if self.exits is None:
+                self.exits = exit_codes(self.resolver.module.module.node)
+            self.recorded[key] = recorders(function, self.exits)
+        return self.recorded[key]
 
     def _group(self, node: ast.AST | Check, at: At) -> Group | None:
         """The one loop or parametrization a statement or check reads (None: none, or
@@ -166,26 +213,36 @@ class Evaluator:
         at.env[key.id] = group
         return group
 
-    def _tolerance(self, rel: Tol, absolute: Tol, at: At) -> Tolerance | bool | None:
-        """The check's tolerance; False when a tolerance is written but not known."""
-        parts: list[tuple[float | None, Num | None]] = []
+    def _tolerances(
+        self, rel: Tol, absolute: Tol, at: At
+    ) -> list[tuple[str, Tolerance | None]] | None:
+        """The check's tolerance, per branch when a conditional gives it (``tol = 0.02 if
+        fast else 0.01``: the condition of each); None when one is written but not known."""
+        parts: list[list[tuple[str, float | None, Num | None]]] = []
         for tol in (rel, absolute):
             if tol is None or isinstance(tol, float):
-                parts.append((tol, None))
+                parts.append([("", tol, None)])
                 continue
             value = self.resolver.value(tol, at)
-            if not isinstance(value, Num) or value.value is None or value.value < 0:
-                return False
-            parts.append((value.value, value))
-        (r, r_num), (a, a_num) = parts
-        if r is None and a is None:
-            return None
-        return Tolerance(
-            rel=r,
-            abs=a,
-            rel_span=r_num.span if r_num else None,
-            abs_span=a_num.span if a_num else None,
-        )
+            branches = value.branches if isinstance(value, Choice) else (("", value),)
+            part: list[tuple[str, float | None, Num | None]] = []
+            for condition, branch in branches:
+                if not isinstance(branch, Num) or branch.value is None or branch.value < 0:
+                    return None
+                part.append((condition, branch.value, branch))
+            parts.append(part)
+        found: list[tuple[str, Tolerance | None]] = []
+        for r_condition, r, r_num in parts[0]:
+            for a_condition, a, a_num in parts[1]:
+                condition = " and ".join(c for c in (r_condition, a_condition) if c)
+                tolerance = Tolerance(
+                    rel=r,
+                    abs=a,
+                    rel_span=r_num.span if r_num else None,
+                    abs_span=a_num.span if a_num else None,
+                )
+                found.append((condition, None if r is None and a is None else tolerance))
+        return found if len(found) <= MAX_BRANCHES else None
 
     def _read(self, check: Check, at: At, context: str, lines: tuple[int, ...]) -> list[Hit]:
         hits = self._hits(check, at, context, lines)
@@ -195,14 +252,40 @@ class Evaluator:
     def _hits(self, check: Check, at: At, context: str, lines: tuple[int, ...]) -> list[Hit]:
         metric = self.metrics.of(check.metric, at)
         target = self.resolver.value(check.target, at)
+        if metric is not None and metric.name in self.named:
+            metric = replace(metric, like=True, count=False)
         if metric is None or metric.count:
             return []
         if target is None:
             self._unknown(check, metric, at, lines[0])
             return []
-        tolerance = self._tolerance(check.rel, check.abs, at) if check.kind == "reference" else None
-        if isinstance(tolerance, bool):
+        tolerances = (
+            self._tolerances(check.rel, check.abs, at)
+            if check.kind == "reference"
+            else [("", None)]
+        )
+        if tolerances is None:
             return []
+        targets = target.branches if isinstance(target, Choice) else (("", target),)
+        if len(targets) * len(tolerances) > MAX_BRANCHES:
+            return []
+        hits: list[Hit] = []  # a conditional bound or tolerance: the hits of each branch
+        for condition, value in targets:
+            for tolerance_condition, tolerance in tolerances:
+                where = " and ".join(c for c in (condition, tolerance_condition) if c)
+                found = self._of_target(check, metric, value, tolerance, context, lines)
+                hits += [replace(h, condition=where) for h in found] if where else found
+        return hits
+
+    def _of_target(
+        self,
+        check: Check,
+        metric: Metric,
+        target: Value,
+        tolerance: Tolerance | None,
+        context: str,
+        lines: tuple[int, ...],
+    ) -> list[Hit]:
         threshold = _threshold_name(check.target)
 
         def hit(num: Num, named: Metric = metric, step: int | None = None, curve: str = "") -> Hit:

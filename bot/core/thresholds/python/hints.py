@@ -6,17 +6,24 @@ compared with something that is no metric, not used, assigned twice) and, for a 
 the config lines that declare it (``files: - path: … gates: - {key: NAME, metric: …,
 op: …}``).  Constants without such a name are not reported (a test file has many numbers
 that are no thresholds), nor are tolerances given config lines (``RTOL`` is not a limit).
+
+A literal compared with something whose name says nothing (``res[0] < 0.31``) is a hint too
+(``unnamed_hints``), with the ``metrics:`` lines that name it.
 """
 
 from __future__ import annotations
 
 import ast
+import json
+from collections.abc import Iterable
 
+from bot.core.config import CONFIG_PATH
 from bot.core.models import UnboundVariable
 from bot.core.thresholds.hints import config_lines
+from bot.core.thresholds.python.gates import Hit, unnamed
 from bot.core.thresholds.python.resolver import Resolver
 from bot.core.thresholds.python.scope import Module, Scope, Use
-from bot.core.thresholds.python.values import Num, Table, flatten
+from bot.core.thresholds.python.values import Choice, Num, Table, flatten
 from bot.core.thresholds.python.words import hint_worthy, metric_guess, tolerance_like
 
 
@@ -68,6 +75,40 @@ def _hint(
     )
 
 
+_KEY_NOTE = "  # a guess: the history key it is checked against"
+
+
+def unnamed_hints(path: str, hits: Iterable[Hit], used: set[int]) -> list[UnboundVariable]:
+    """A hint per literal compared with a metric whose name says nothing (``res[0] < 0.31``),
+    once per literal no gate binds: the config lines map the name to a history key, which
+    binds it."""
+    hints: dict[int, UnboundVariable] = {}
+    for hit in hits:
+        span = hit.num.span
+        if span.start in used or span.start in hints or not unnamed(hit):
+            continue
+        name = hit.metric.name
+        reason = (
+            f"compared with {name} on line {hit.lines[0]}, whose name does not say it is a "
+            "metric: map it to the history key it is checked against"
+        )
+        config = "\n".join(
+            (
+                f"# {CONFIG_PATH}",
+                "files:",
+                f"  - path: {json.dumps(path)}",
+                "    metrics:",
+                f"      {json.dumps(name)}: {json.dumps(name)}{_KEY_NOTE}",
+            )
+        )
+        gate = hit.num.name or f"{hit.context or '<module>'}[{name}]"
+        gate = f"{gate} if {hit.condition}" if hit.condition else gate
+        hints[span.start] = UnboundVariable(
+            name=gate, file=path, line=span.line, literal=span.literal, reason=reason, config=config
+        )
+    return list(hints.values())
+
+
 def python_hints(
     path: str, module: Module, resolver: Resolver, used: set[int], skip: set[str]
 ) -> list[UnboundVariable]:
@@ -81,7 +122,7 @@ def python_hints(
             key = scope.qualify(name)
             if not hint_worthy(name) or key in skip or name in skip or not lines:
                 continue
-            if len(written) > 1:
+            if len(written) > 1 and resolver.constant(name, scope, 0) is None:
                 if any(w is not None and resolver.source.number(w) for w in written):
                     shown = ", ".join(str(n) for n in lines[:5])
                     reason = (
@@ -95,6 +136,13 @@ def python_hints(
                 continue
             value = resolver.constant(name, scope, 0)
             uses = module.uses.get("." + name if scope.kind == "class" else name, [])
+            if isinstance(value, Choice):  # a conditional: each branch no gate binds
+                for condition, branch in value.branches:
+                    hint = _hint(path, key, branch, uses, used) if isinstance(branch, Num) else None
+                    if hint is not None:
+                        named = f"{key} if {condition}"
+                        hints.append(hint.model_copy(update={"name": named, "config": ""}))
+                continue
             hint = _hint(path, key, value, uses, used) if isinstance(value, Num | Table) else None
             if hint is not None:
                 hints.append(hint)

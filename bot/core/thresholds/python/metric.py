@@ -10,9 +10,13 @@
 
 Conversions are transparent (``float(x)``, ``x.item()``, ``torch.tensor(x)``);
 ``mean``/``median``/``min``/``max`` of a series record the aggregation (and ``x[-5:]`` the
-last steps); ``sum(x) / len(x)`` is a mean.  A call of an unknown function is its name
-without ``get_``/``compute_``… (``compute_accuracy(p, y)`` -> ``accuracy``), unless all its
-arguments are literals (a unit test of that function, not a metric).
+last steps, ``x[-6:-1]`` a window over them, ``x["loss"][100]`` one step: named with it);
+``sum(x) / len(x)`` and ``sum(x[-10:]) / 10`` are means; a function of the file that
+returns one expression is read with its parameters bound to the call's arguments
+(``mean(data["loss"], -6, -1)``).  An element of a result written ``res[0]`` is the metric
+``res[0]``.  A call of an unknown function is its name without ``get_``/``compute_``…
+(``compute_accuracy(p, y)`` -> ``accuracy``), unless all its arguments are literals (a unit
+test of that function, not a metric).
 """
 
 from __future__ import annotations
@@ -23,7 +27,7 @@ from dataclasses import dataclass, replace
 from bot.core.models import Aggregation
 from bot.core.thresholds.python.resolver import MAX_DEPTH, Resolver
 from bot.core.thresholds.python.scope import dotted
-from bot.core.thresholds.python.values import Alias, At, Group
+from bot.core.thresholds.python.values import Alias, At, Binding, Group, Num
 from bot.core.thresholds.python.words import count_like, metric_like
 
 _AGGREGATIONS: dict[str, Aggregation] = {
@@ -40,6 +44,7 @@ _NOT_METRICS = frozenset(
     {"len", "isinstance", "type", "hasattr", "getattr", "str", "repr", "bool", "id", "hash"}
     | {"sum", "any", "all", "sorted", "set", "dict", "open", "range", "zip", "enumerate"}
 )
+_FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
 _VERBS = ("get_", "compute_", "calc_", "calculate_", "measure_", "evaluate_", "eval_", "run_")
 
 
@@ -53,6 +58,8 @@ class Metric:
     derived: bool = False  # named by a key or an attribute (worth following from a local)
     aggregation: Aggregation | None = None
     last_steps: int | None = None
+    steps: str = ""  # the steps read, when not the whole run: ``step 100``, ``steps -6:-1``
+    element: bool = False  # an element of a result (``res[0]``): the config may name it
 
 
 def _literal_args(call: ast.Call) -> bool:
@@ -85,19 +92,10 @@ def on_literal_data(call: ast.Call) -> bool:
     return bool(call.args) and all(_data(a) for a in call.args)
 
 
-def _tail(node: ast.expr) -> int | None:
-    """``x[-5:]`` -> 5."""
-    s = node.slice if isinstance(node, ast.Subscript) else None
-    if (
-        isinstance(s, ast.Slice)
-        and s.upper is None
-        and s.step is None
-        and isinstance(s.lower, ast.UnaryOp)
-        and isinstance(s.lower.op, ast.USub)
-        and isinstance(s.lower.operand, ast.Constant)
-        and isinstance(s.lower.operand.value, int)
-    ):
-        return s.lower.operand.value
+def _end(value: object) -> int | None:
+    """A slice bound read as an integer (``-5``), None for anything else."""
+    if isinstance(value, Num) and value.value is not None and value.value.is_integer():
+        return int(value.value) if "." not in value.span.literal else None
     return None
 
 
@@ -148,26 +146,56 @@ class Metrics:
                         return followed
         return Metric(name, metric_like(name), count_like(name))
 
+    def _bound(self, node: ast.expr | None, at: At) -> int | bool | None:
+        """A slice bound: an integer, None when left out (or ``None``), False when unknown."""
+        if node is None or (isinstance(node, ast.Constant) and node.value is None):
+            return None
+        if isinstance(node, ast.Name) and isinstance(alias := at.bound(node.id), Alias):
+            return self._bound(alias.node, At(alias.scope) if alias.scope else at)
+        found = _end(self.resolver.value(node, at))
+        return False if found is None else found
+
+    def _window(self, node: ast.Subscript, at: At, depth: int) -> Metric | None:
+        """``x[-5:]``: the last 5 steps; ``x[-6:-1]``: a window over the last steps (recorded
+        as the last 6, the window in ``steps``); another slice: the steps it names."""
+        assert isinstance(node.slice, ast.Slice)
+        lower, upper = self._bound(node.slice.lower, at), self._bound(node.slice.upper, at)
+        found = self.of(node.value, at, depth + 1)
+        if found is None or node.slice.step is not None or lower is False or upper is False:
+            return found
+        if isinstance(lower, int) and lower < 0 and upper is None:
+            return replace(found, last_steps=-lower)
+        shown = f"steps {'' if lower is None else lower}:{'' if upper is None else upper}"
+        if isinstance(lower, int) and lower < 0 and isinstance(upper, int) and lower < upper < 0:
+            return replace(found, last_steps=-lower, steps=shown)
+        return replace(found, steps=shown)
+
     def _subscript(self, node: ast.Subscript, at: At, depth: int) -> Metric | None:
-        last = _tail(node)
-        if last is not None:
-            found = self.of(node.value, at, depth + 1)
-            return replace(found, last_steps=last) if found else None
+        if isinstance(node.slice, ast.Slice):
+            return self._window(node, at, depth)
         keys: list[str] = []
         base: ast.expr = node
+        step: int | None = None  # ``x["loss"][100]``: one step of a series
         while isinstance(base, ast.Subscript) and len(keys) < 16:
             key = self.resolver.key(base.slice, at)
             if isinstance(key, str):
                 keys.append(key)
-            base = base.value
+            elif isinstance(key, int) and base is node and isinstance(base.slice, ast.Constant):
+                step = key  # written in the check (a loop's variable: a golden curve's step)
+            base = _got(base.value)
         keys.reverse()
         inner = self.of(base, at, depth + 1)
         if not keys:
+            element = step is not None and step >= 0 and node.value is base
+            if element and inner is not None and not inner.derived:
+                # ``res[0]`` of ``res = evaluate(...)``: an element of a result
+                return Metric(f"{inner.name}[{step}]", inner.like, inner.count, element=True)
             return inner
         container = inner.name if inner else dotted(base)
         prefix = [inner.name] if inner and inner.derived and isinstance(base, ast.Name) else []
         name = "/".join([*prefix, *keys])
-        return Metric(name, metric_like(name, container), count_like(keys[-1]), True)
+        shown = f"step {step}" if step is not None and step >= 0 else ""
+        return Metric(name, metric_like(name, container), count_like(keys[-1]), True, steps=shown)
 
     def _call(self, node: ast.Call, at: At, depth: int) -> Metric | None:
         name = dotted(node.func)
@@ -186,23 +214,75 @@ class Metrics:
         if last == "get" and method and node.args and isinstance(node.func, ast.Attribute):
             item = ast.Subscript(node.func.value, node.args[0], ast.Load())
             return self._subscript(item, at, depth)
+        helper = self._helper(node, at, depth) if isinstance(node.func, ast.Name) else None
+        if helper is not None:
+            return helper
         if last in _NOT_METRICS or not last or _literal_args(node) or on_literal_data(node):
             return None
         short = next((last[len(v) :] for v in _VERBS if last.startswith(v)), last)
         return Metric(short, metric_like(short), count_like(short))
 
+    def _helper(self, node: ast.Call, at: At, depth: int) -> Metric | None:
+        """A call of a function of this file that returns one expression
+        (``def mean(xs, a, b): return np.mean(xs[a:b])``), read with its parameters bound
+        to the call's arguments: the metric it returns when a key or attribute names it."""
+        assert isinstance(node.func, ast.Name)
+        scope = self.resolver.lookup(node.func.id, at.scope)
+        function = scope.children.get(node.func.id) if scope else None
+        returned = scope.returns.get(node.func.id) if scope else None
+        if function is None or returned is None or not isinstance(function.node, _FUNCTIONS):
+            return None
+        args = function.node.args
+        params = [*args.posonlyargs, *args.args]
+        if len(node.args) > len(params) or any(isinstance(a, ast.Starred) for a in node.args):
+            return None
+        env: dict[str, Binding] = {}
+        for param, default in zip(params[::-1], args.defaults[::-1], strict=False):
+            env[param.arg] = Alias(default, scope)
+        for param, arg in zip(params, node.args, strict=False):
+            env[param.arg] = Alias(arg, at.scope)
+        for keyword in node.keywords:
+            if keyword.arg:
+                env[keyword.arg] = Alias(keyword.value, at.scope)
+        found = self.of(returned, At(function, env), depth + 1)
+        return found if found is not None and found.derived else None
+
+
+def _got(node: ast.expr) -> ast.expr:
+    """``d.get("k", default)`` read as ``d["k"]`` (other expressions as they are)."""
+    if (
+        isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Attribute)
+        and node.func.attr == "get"
+        and node.args
+    ):
+        return ast.Subscript(node.func.value, node.args[0], ast.Load())
+    return node
+
 
 def _sum_over_len(node: ast.BinOp) -> ast.expr | None:
-    """``sum(x) / len(x)`` -> ``x``."""
+    """``sum(x) / len(x)`` -> ``x``; ``sum(x[-10:]) / 10`` -> ``x[-10:]``."""
     left, right = node.left, node.right
+    if not (isinstance(left, ast.Call) and dotted(left.func) == "sum" and len(left.args) == 1):
+        return None
     if (
-        isinstance(left, ast.Call)
-        and isinstance(right, ast.Call)
-        and dotted(left.func) == "sum"
+        isinstance(right, ast.Call)
         and dotted(right.func) == "len"
-        and len(left.args) == 1
         and len(right.args) == 1
         and ast.dump(left.args[0]) == ast.dump(right.args[0])
     ):
         return left.args[0]
+    window = left.args[0]  # sum(x[-10:]) / 10
+    part = window.slice if isinstance(window, ast.Subscript) else None
+    lower = part.lower if isinstance(part, ast.Slice) else None
+    if (
+        isinstance(part, ast.Slice)
+        and part.upper is None
+        and isinstance(lower, ast.UnaryOp)
+        and isinstance(lower.op, ast.USub)
+        and isinstance(lower.operand, ast.Constant)
+        and isinstance(right, ast.Constant)
+        and lower.operand.value == right.value
+    ):
+        return window
     return None

@@ -11,8 +11,14 @@ metric named (``python_metric``) and the threshold's value resolved (``python_re
 none binds become hints (``python_hints``), and a config may declare gates on constants
 (``python_declared``).  docs/threshold-files.md lists the shapes.
 
+Each check's operands are followed back through locals holding arithmetic or a difference
+(``python_inline``), conditional expressions (one gate per branch), elements of a result,
+``.get()`` and windows of a series (``python_metric``).
+
 Bounds: the parser's own depth limits (a deeper file is reported unreadable), expression
-reading capped at ``MAX_DEPTH`` levels, tables at ``MAX_ENTRIES`` entries, at most
+reading capped at ``MAX_DEPTH`` levels, tables at ``MAX_ENTRIES`` entries, conditionals at
+``MAX_BRANCHES`` branches, locals followed ``MAX_INLINE_DEPTH`` deep (``MAX_INLINED`` per
+check), at most
 ``MAX_WORK`` checks and literals read (loops times checks) and ``MAX_GATES`` gates
 reported per file (each with a note).
 """
@@ -20,7 +26,7 @@ reported per file (each with a note).
 from __future__ import annotations
 
 import ast
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from pathlib import PurePosixPath
 
 from bot.core.bounded import collector_paused
@@ -30,7 +36,7 @@ from bot.core.thresholds.python.assemble import assemble, used_spans
 from bot.core.thresholds.python.callers import callers
 from bot.core.thresholds.python.declared import Declared
 from bot.core.thresholds.python.gates import MAX_WORK, Evaluator
-from bot.core.thresholds.python.hints import python_hints
+from bot.core.thresholds.python.hints import python_hints, unnamed_hints
 from bot.core.thresholds.python.loops import Loops
 from bot.core.thresholds.python.metric import Metrics
 from bot.core.thresholds.python.resolver import Resolver
@@ -119,23 +125,31 @@ class _Walker:
                     self.body(case.body, at, context)
 
 
-def parse_python(path: str, text: str, decls: Sequence[tuple[int, FileDecl]] = ()) -> ThresholdFile:
+def parse_python(
+    path: str,
+    text: str,
+    decls: Sequence[tuple[int, FileDecl]] = (),
+    metrics: Collection[str] = (),
+) -> ThresholdFile:
     """The gates of a Python file, its hints, and the gates ``decls`` (the config's
-    ``files:`` entries matching it, with their indices) declare on its constants.
+    ``files:`` entries matching it, with their indices) declare on its constants;
+    ``metrics``: the names the config maps to history keys (compared, they are metrics).
 
     Raises ``ThresholdFileError`` for a file that is not valid Python (with its line) or
     too deeply nested to parse, and for a declared key that names no constant.
     """
     with collector_paused():  # bot.core.bounded: a large acyclic tree
-        return _parse(path, text, decls)
+        return _parse(path, text, decls, metrics)
 
 
-def _parse(path: str, text: str, decls: Sequence[tuple[int, FileDecl]]) -> ThresholdFile:
+def _parse(
+    path: str, text: str, decls: Sequence[tuple[int, FileDecl]], metrics: Collection[str]
+) -> ThresholdFile:
     tree = parse_module(path, text)
     source = Source(text)
     module = build_module(tree)
     resolver = Resolver(source, module)
-    evaluator = Evaluator(path, resolver, Metrics(resolver))
+    evaluator = Evaluator(path, resolver, Metrics(resolver), metrics)
     walker = _Walker(evaluator, Loops(resolver), module)
     for scope in module.scopes:
         walker.scope(scope)
@@ -148,7 +162,14 @@ def _parse(path: str, text: str, decls: Sequence[tuple[int, FileDecl]]) -> Thres
     )
     unbound = [u for u in evaluator.unbound.values() if u.name not in {g.name for g in gates}]
     skip = {u.name for u in unbound} | {d.name for d in declared}
-    hints = python_hints(path, module, resolver, used_spans(gates), skip)
+    used = used_spans(gates)
+    hints = python_hints(path, module, resolver, used, skip)
+    shown = {(u.line, u.literal) for u in (*unbound, *hints)}
+    hints += [
+        u
+        for u in unnamed_hints(path, (h for hits in evaluator.hits for h in hits), used)
+        if (u.line, u.literal) not in shown
+    ]
     notes: tuple[str, ...] = ()
     if evaluator.exhausted:
         notes = (

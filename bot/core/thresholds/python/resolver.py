@@ -3,20 +3,26 @@
 Literals are read where they are written; names resolve through the scope rules of
 ``python_scope`` (a constant is assigned exactly once); ``self.X`` through the class;
 ``T["k"]`` / ``T[0]`` through tables; ``f()`` through a function that only returns a value;
-variables of loops, parametrizations and helpers through their ``Group``.  Work is bounded:
-expressions deeper than ``MAX_DEPTH`` and tables over ``MAX_ENTRIES`` are unknown.
+variables of loops, parametrizations and helpers through their ``Group``; ``a if c else b``
+and a name assigned in each branch of an ``if`` statement (``python_branches``) into a
+``Choice`` of its branches.  Work is bounded: expressions deeper than ``MAX_DEPTH``,
+tables over ``MAX_ENTRIES`` entries and conditionals over ``MAX_BRANCHES`` branches are
+unknown.
 """
 
 from __future__ import annotations
 
 import ast
 
+from bot.core.thresholds.python.branches import branches, condition
 from bot.core.thresholds.python.scope import Module, Scope, dotted
 from bot.core.thresholds.python.source import Source
 from bot.core.thresholds.python.values import (
+    MAX_BRANCHES,
     MAX_ENTRIES,
     Alias,
     At,
+    Choice,
     Group,
     Num,
     Record,
@@ -69,6 +75,11 @@ class Resolver:
             qualified = scope.qualify(name)
             keep = scope.kind != "function"
             found = None if inner is None else named(inner, qualified, qualified if keep else "")
+        elif 1 < len(written) <= MAX_BRANCHES and name in scope.assigned:
+            choice = self._branches(name, scope, len(written), depth)  # if: a = 1 / else: a = 2
+            qualified = scope.qualify(name)
+            keep = scope.kind != "function"
+            found = None if choice is None else named(choice, qualified, qualified if keep else "")
         self._busy.discard(key)
         self._constants[key] = found
         return found
@@ -199,6 +210,8 @@ class Resolver:
             return self._list(node.elts, at, depth)
         if isinstance(node, ast.Dict):
             return self._dict(node.keys, node.values, at, depth)
+        if isinstance(node, ast.IfExp):
+            return self._ifexp(node, at, depth)
         nan = self.source.nan(node)
         if nan is not None:
             return Num(None, nan)
@@ -218,6 +231,29 @@ class Resolver:
             return found
         scope = self.lookup(name, at.scope)
         return self.constant(name, scope, depth) if scope is not None else None
+
+    def _branches(self, name: str, scope: Scope, written: int, depth: int) -> Value | None:
+        """A name assigned in the branches of an ``if`` statement (``python_branches``)."""
+        found = branches(scope.node, name, written)
+        return self._choice(found, At(scope), depth) if found is not None else None
+
+    def _ifexp(self, node: ast.IfExp, at: At, depth: int) -> Value | None:
+        test = condition(node.test)
+        return self._choice([(test, node.body), (f"not {test}", node.orelse)], at, depth)
+
+    def _choice(self, alternatives: list[tuple[str, ast.expr]], at: At, depth: int) -> Value | None:
+        """A ``Choice`` of the alternatives' values, each with its condition (nested
+        conditionals flattened); None when one is unknown or there are too many."""
+        found: list[tuple[str, Value]] = []
+        for prefix, branch in alternatives:
+            value = self.value(branch, at, depth + 1)
+            if value is None:
+                return None
+            if isinstance(value, Choice):
+                found += [(f"{prefix} and {c}", v) for c, v in value.branches]
+            else:
+                found.append((prefix, value))
+        return Choice(tuple(found)) if len(found) <= MAX_BRANCHES else None
 
     def _list(self, elts: list[ast.expr], at: At, depth: int) -> Value | None:
         if len(elts) > MAX_ENTRIES:

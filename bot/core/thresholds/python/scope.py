@@ -236,6 +236,16 @@ class _Builder:
         if isinstance(target, ast.Name):
             scope.store(target.id, value, line)
             return True
+        if (
+            isinstance(target, ast.Tuple | ast.List)
+            and isinstance(value, ast.Tuple | ast.List)
+            and len(target.elts) == len(value.elts)
+            and all(isinstance(t, ast.Name) for t in target.elts)
+            and not any(isinstance(v, ast.Starred) for v in value.elts)
+        ):  # lo, hi = 0.7, 0.95: each name its element
+            for name, element in zip(target.elts, value.elts, strict=True):
+                self.assign(name, element, scope, line)
+            return True
         return isinstance(target, ast.Attribute) and self.attribute_store(
             target, value, scope, line
         )

@@ -3,8 +3,11 @@
 * ``assert <test>``: comparisons (``0.6 <= m <= 0.9`` is two; ``0 <= p <= 1`` is a range
   check, none), ``and`` of several, ``not``, ``math.isclose`` / ``np.isclose`` /
   ``torch.allclose`` (also under ``.all()`` / ``all()``), ``m == pytest.approx(R, rel=, abs=)``;
+* ``if <test>: errors.append(…)`` (or ``failed = True``, ``errors += 1``) in a function that
+  later fails on ``errors`` (``if errors: sys.exit(1)``, ``assert not errors``): the negation;
 * ``if <test>: pytest.fail()`` / ``raise`` / ``sys.exit(1)`` / ``self.fail()``: the negation
-  (``or`` of several is several);
+  (``or`` of several is several; so is ``and``, whose parts that compare no threshold,
+  ``x is not None``, read as nothing);
 * calls: ``self.assertGreater`` / ``GreaterEqual`` / ``Less`` / ``LessEqual`` (either argument
   may be the threshold: ``assertGreater(0.9, m)`` is ``m < 0.9``), ``assertTrue``,
   ``assertFalse``, ``assertAlmostEqual(m, R, delta= | places=)``, ``assertEqual(m,
@@ -27,7 +30,7 @@ from __future__ import annotations
 import ast
 
 from bot.core.models import Op
-from bot.core.thresholds.python.compare import Check, Comparison, Tol
+from bot.core.thresholds.python.compare import Check, Comparison, Known, Tol
 from bot.core.thresholds.python.scope import dotted
 
 _OPS: dict[type[ast.cmpop], Op] = {ast.Gt: ">", ast.GtE: ">=", ast.Lt: "<", ast.LtE: "<="}
@@ -45,10 +48,16 @@ _MATH_ISCLOSE = (("rel_tol", "abs_tol"), None, (1e-9, None))
 _TORCH_ALLCLOSE = (("rtol", "atol"), None, (1e-4, 1e-5))  # torch.testing.assert_allclose
 _DECIMALS = {"assert_almost_equal": 7, "assert_array_almost_equal": 6}
 _FAILING = frozenset({"fail", "exit", "_exit", "abort"})
+_DEFINITIONS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)
 
 
 class Shapes(Comparison):
-    """Finds the checks of statements, given which expressions have known values."""
+    """Finds the checks of statements, given which expressions have known values and the
+    names the function records failures in (``recorders``)."""
+
+    def __init__(self, known: Known, recorders: frozenset[str] = frozenset()) -> None:
+        super().__init__(known)
+        self.recorders = recorders
 
     def statement(self, stmt: ast.stmt) -> list[Check]:
         if isinstance(stmt, ast.Assert):
@@ -56,6 +65,8 @@ class Shapes(Comparison):
         if isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call):
             return self.call(stmt.value)
         if isinstance(stmt, ast.If) and stmt.body and _fails(stmt.body[-1]):
+            return self.negated(stmt.test)
+        if isinstance(stmt, ast.If) and any(_recorded(s) & self.recorders for s in stmt.body):
             return self.negated(stmt.test)
         return []
 
@@ -71,7 +82,7 @@ class Shapes(Comparison):
         return []
 
     def negated(self, node: ast.expr) -> list[Check]:
-        if isinstance(node, ast.BoolOp) and isinstance(node.op, ast.Or):
+        if isinstance(node, ast.BoolOp):  # ``or``: each fails; ``and``: each guarded part does
             return [c for value in node.values for c in self.negated(value)]
         if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not):
             return self.test(node.operand)
@@ -177,6 +188,91 @@ def _unwrap_all(node: ast.Call) -> ast.Call:
             return node
         node = inner
     return node
+
+
+def _recorded(stmt: ast.stmt) -> set[str]:
+    """The names a statement records a failure in: ``errors.append(…)`` (``add``,
+    ``extend``), ``errors += …``, ``errors[k] = …``, ``failed = True`` / ``ok = False``."""
+    if isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call):
+        func = stmt.value.func
+        if isinstance(func, ast.Attribute) and func.attr in ("append", "add", "extend"):
+            return {func.value.id} if isinstance(func.value, ast.Name) else set()
+    if isinstance(stmt, ast.AugAssign) and isinstance(stmt.target, ast.Name):
+        return {stmt.target.id}
+    if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1:
+        target = stmt.targets[0]
+        if isinstance(target, ast.Subscript) and isinstance(target.value, ast.Name):
+            return {target.value.id}
+        if isinstance(target, ast.Name) and isinstance(stmt.value, ast.Constant):
+            return {target.id} if isinstance(stmt.value.value, bool) else set()
+    return set()
+
+
+def _flag(node: ast.expr) -> str | None:
+    """``errors``, ``not errors``, ``len(errors)``, ``bool(errors)``, ``len(errors) > 0``,
+    ``errors == []`` -> ``errors``."""
+    for _ in range(4):
+        if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not):
+            node = node.operand
+        elif isinstance(node, ast.Call) and dotted(node.func) in ("len", "bool", "int", "any"):
+            if len(node.args) != 1:
+                return None
+            node = node.args[0]
+        elif isinstance(node, ast.Compare) and len(node.ops) == 1:
+            node = node.left
+        elif isinstance(node, ast.IfExp):
+            node = node.test
+        else:
+            break
+    return node.id if isinstance(node, ast.Name) else None
+
+
+def exit_codes(module: ast.AST, limit: int = 50_000) -> frozenset[str]:
+    """The functions whose result is the process's exit status: ``sys.exit(main())``,
+    ``raise SystemExit(main())``; reads at most ``limit`` nodes."""
+    found: set[str] = set()
+    for count, node in enumerate(ast.walk(module)):
+        if count > limit:
+            break
+        if not (isinstance(node, ast.Call) and len(node.args) == 1):
+            continue
+        name = dotted(node.func).rsplit(".", 1)[-1]
+        inner = node.args[0]
+        if name in ("exit", "SystemExit") and isinstance(inner, ast.Call):
+            found.add(dotted(inner.func))
+    return frozenset(found)
+
+
+def recorders(
+    function: ast.AST, exits: frozenset[str] = frozenset(), limit: int = 5_000
+) -> frozenset[str]:
+    """The names a function fails on once it has gathered them (``if errors: sys.exit(1)``,
+    ``assert not errors``, ``assert ok``, ``sys.exit(1 if failed else 0)``, ``return 1 if
+    errors else 0`` in a function named in ``exits``), nested functions and classes left
+    out; reads at most ``limit`` nodes."""
+    returns = isinstance(function, ast.FunctionDef | ast.AsyncFunctionDef) and (
+        function.name in exits
+    )
+    found: set[str] = set()
+    pending: list[ast.AST] = list(ast.iter_child_nodes(function))
+    count = 0
+    while pending and count < limit:
+        node = pending.pop()
+        count += 1
+        if isinstance(node, _DEFINITIONS):
+            continue  # another scope's names
+        pending += ast.iter_child_nodes(node)
+        name: str | None = None
+        failing = isinstance(node, ast.If) and node.body and _fails(node.body[-1])
+        if isinstance(node, ast.Assert | ast.If) and (failing or isinstance(node, ast.Assert)):
+            name = _flag(node.test)
+        elif isinstance(node, ast.Call) and dotted(node.func).rsplit(".", 1)[-1] == "exit":
+            name = _flag(node.args[0]) if len(node.args) == 1 else None
+        elif isinstance(node, ast.Return) and returns and node.value is not None:
+            name = _flag(node.value)
+        if name is not None:
+            found.add(name)
+    return frozenset(found)
 
 
 def _fails(stmt: ast.stmt) -> bool:

@@ -62,7 +62,17 @@ class Record:
         return next((v for _, v in self.fields if isinstance(v, str)), None)
 
 
-Value: TypeAlias = Num | Table | Record | str | int  # int: a key bound to a loop variable
+@dataclass(frozen=True, slots=True)
+class Choice:
+    """A conditional expression's values (``0.65 if on_tpu() else 0.78``): per branch the
+    condition under which it is taken (``on_tpu()``, ``not on_tpu()``) and its value; nested
+    conditionals are flattened, at most ``MAX_BRANCHES`` branches (more: unknown)."""
+
+    branches: tuple[tuple[str, Value], ...]
+
+
+MAX_BRANCHES = 16
+Value: TypeAlias = Num | Table | Record | Choice | str | int  # int: a loop variable's key
 
 
 @dataclass(frozen=True, slots=True)
@@ -117,6 +127,8 @@ def named(value: Value, name: str, const: str) -> Value:
             return value
         fields = tuple((k, named(v, f"{name}.{k}", const)) for k, v in value.fields)
         return Record(fields, name, const)
+    if isinstance(value, Choice):
+        return Choice(tuple((c, named(v, name, const)) for c, v in value.branches))
     return value
 
 

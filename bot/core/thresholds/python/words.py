@@ -57,6 +57,7 @@ _NON_METRIC = frozenset(
     }
 )  # fmt: skip
 _COUNT_FIRST = frozenset({"num", "n", "len", "total", "nb"})
+_STATISTICS = frozenset({"mean", "avg", "average", "median", "p50", "p90", "p95", "p99"})
 _NUMERIC_CHECK = frozenset({"err", "error", "diff", "delta", "dist", "distance", "residual"})
 
 
@@ -79,15 +80,23 @@ def _rate(found: tuple[str, ...]) -> bool:
 
 
 def metric_like(*names: str) -> bool:
-    """Whether any of the names (a metric and its container) has a metric word or is a
-    rate (``images_per_second``)."""
-    return any(_rate(found := words(name)) or any(_metric_word(w) for w in found) for name in names)
+    """Whether any of the names (a metric and its container) has a metric word, is a rate
+    (``images_per_second``) or a statistic of something (``avg_output_tokens``)."""
+    return any(
+        _rate(found := words(name))
+        or any(_metric_word(w) for w in found)
+        or any(w in _STATISTICS for w in found[:-1])
+        for name in names
+    )
 
 
 def count_like(name: str) -> bool:
     """A count, a size or an index (``len``, ``num_samples``, ``max_steps``, ``status_code``):
-    never a metric, whatever it is compared with."""
+    never a metric, whatever it is compared with; a statistic of counts is a measurement
+    (``mean_summary_tokens``, ``p95_tokens``)."""
     found = words(name)
+    if found and found[0] in _STATISTICS:
+        return False
     return bool(found) and (found[0] in _COUNT_FIRST or found[-1] in _NON_METRIC)
 
 
@@ -141,3 +150,20 @@ def metric_guess(name: str) -> str:
     ``MIN_ACCURACY`` -> ``accuracy``; the name in lower case when nothing is left."""
     kept = [w for w in words(name) if w not in THRESHOLD_WORDS and w not in _WEAK_THRESHOLD_WORDS]
     return "_".join(kept) or name.lower()
+
+
+_BOUNDED = frozenset(
+    {"acc", "accuracy", "f1", "precision", "recall", "auc", "auroc", "iou", "dice", "ssim"}
+    | {"em", "exact", "match", "rate", "similarity", "correctness", "top1", "top5", "map"}
+)  # fmt: skip
+_AT_LEAST_ONE = frozenset({"ppl", "perplexity"})
+
+
+def trivial_bound(name: str, op: str, value: float) -> bool:
+    """A limit no run can fail, the metric's own range: a score at most 1 (or 100, in
+    percent: ``accuracy <= 1.0``), a perplexity at least 1."""
+    found = set(words(name))
+    upper = op in ("<", "<=")
+    if upper and value in (1, 100) and found & _BOUNDED:
+        return True
+    return not upper and value == 1 and bool(found & _AT_LEAST_ONE)
