@@ -18,6 +18,7 @@ where: ``config:files.N.gates.M``, ``config:files.N``, ``script:LINE`` or
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from pathlib import PurePosixPath
 
 from bot.core.config import FileDecl, GateDecl, RepoConfig
@@ -219,14 +220,18 @@ def is_named(path: str, config: RepoConfig) -> bool:
 
 
 def _other(
-    path: str, text: str, config: RepoConfig, decls: list[tuple[int, FileDecl]]
+    path: str,
+    text: str,
+    config: RepoConfig,
+    decls: list[tuple[int, FileDecl]],
+    related: Mapping[str, str] | None,
 ) -> ThresholdFile | None:
     """A Python test, a CSV table or a YAML / JSON / TOML file: its gates and hints."""
     suffix = PurePosixPath(path).suffix.lower()
     named = bool(decls)
     found: ThresholdFile | None = None
     if suffix in PYTHON_SUFFIXES:
-        found = parse_python(path, text, decls)
+        found = parse_python(path, text, decls, related)
     elif suffix in TABLE_SUFFIXES:
         table = next((d.csv for _, d in decls if d.csv is not None), None)
         found = parse_table(path, text, table)
@@ -257,7 +262,9 @@ def _merged(first: ThresholdFile | None, second: ThresholdFile) -> ThresholdFile
     )
 
 
-def find_gates(path: str, text: str, config: RepoConfig) -> ThresholdFile | None:
+def find_gates(
+    path: str, text: str, config: RepoConfig, related: Mapping[str, str] | None = None
+) -> ThresholdFile | None:
     """The gates of one file, or None when it is not a threshold file.
 
     A shell script (matched by ``shell:``, or any shell script without ``shell:`` globs, or
@@ -268,6 +275,11 @@ def find_gates(path: str, text: str, config: RepoConfig) -> ThresholdFile | None
     does not name in which nothing is found gives None; one it names gives a
     ``ThresholdFile`` with its hints.  Raises ``ThresholdFileError`` for a file that cannot
     be read as its shape, or a declared gate (or pattern) that matches nothing.
+
+    ``related``: other files of the repository by repository path, as the shell read them
+    for this file (``bot.core.thresholds.related`` says which; bounded by the shell): a
+    Python file's imported helpers and constants, the tests importing a constants module.
+    None or empty: the file alone.
     """
     decls = [(i, d) for i, d in enumerate(config.files) if glob_match(d.path, path)]
     listed = any(glob_match(g, path) for g in config.shell)
@@ -276,4 +288,4 @@ def find_gates(path: str, text: str, config: RepoConfig) -> ThresholdFile | None
         found = _shell(path, text, config, decls)
         hinted = any(u.config for u in found.unbound)  # e.g. LOSS_THRESHOLD passed to a checker
         return found if found.gates or decls or listed or hinted else None
-    return _other(path, text, config, decls)
+    return _other(path, text, config, decls, related)

@@ -183,8 +183,8 @@ class Evaluator:
         return Tolerance(
             rel=r,
             abs=a,
-            rel_span=r_num.span if r_num else None,
-            abs_span=a_num.span if a_num else None,
+            rel_span=r_num.span if r_num and not r_num.origin else None,  # not this file's
+            abs_span=a_num.span if a_num and not a_num.origin else None,
         )
 
     def _read(self, check: Check, at: At, context: str, lines: tuple[int, ...]) -> list[Hit]:

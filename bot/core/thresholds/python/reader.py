@@ -20,7 +20,8 @@ reported per file (each with a note).
 from __future__ import annotations
 
 import ast
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from pathlib import PurePosixPath
 
 from bot.core.bounded import collector_paused
@@ -29,10 +30,11 @@ from bot.core.models import ThresholdFile
 from bot.core.thresholds.python.assemble import assemble, used_spans
 from bot.core.thresholds.python.callers import callers
 from bot.core.thresholds.python.declared import Declared
-from bot.core.thresholds.python.gates import MAX_WORK, Evaluator
+from bot.core.thresholds.python.gates import MAX_WORK, Evaluator, Hit
 from bot.core.thresholds.python.hints import python_hints
 from bot.core.thresholds.python.loops import Loops
 from bot.core.thresholds.python.metric import Metrics
+from bot.core.thresholds.python.project import Project, Site
 from bot.core.thresholds.python.resolver import Resolver
 from bot.core.thresholds.python.scope import Module, Scope, build_module, dotted
 from bot.core.thresholds.python.source import Source, parse_module
@@ -57,12 +59,14 @@ class _Walker:
         self.loops = loops
         self.module = module
 
-    def scope(self, scope: Scope) -> None:
+    def scope(self, scope: Scope, calls: list[Site] | None = None) -> None:
+        """Read the checks of ``scope`` (``calls``: a helper of another module, bound at
+        these call sites of this module)."""
         env: dict[str, Binding] = {}
         if scope.kind == "function" and scope.parent is not None:
             assert isinstance(scope.node, ast.FunctionDef | ast.AsyncFunctionDef)
-            env = self.fixtures(scope.node)
-            env |= callers(scope, self.module, self.loops.resolver)
+            env = self.fixtures(scope.node) if calls is None else {}
+            env |= callers(scope, self.module, self.loops.resolver, calls)
             env |= self.loops.parametrize(scope.node, At(scope.parent), scope.name)
         context = scope.name
         self.body(scope.node.body, At(scope, env), context)
@@ -108,18 +112,51 @@ class _Walker:
                     self.body(case.body, at, context)
 
 
-def parse_python(path: str, text: str, decls: Sequence[tuple[int, FileDecl]] = ()) -> ThresholdFile:
+def parse_python(
+    path: str,
+    text: str,
+    decls: Sequence[tuple[int, FileDecl]] = (),
+    related: Mapping[str, str] | None = None,
+) -> ThresholdFile:
     """The gates of a Python file, its hints, and the gates ``decls`` (the config's
-    ``files:`` entries matching it, with their indices) declare on its constants.
+    ``files:`` entries matching it, with their indices) declare on its constants;
+    ``related``: other files of the repository by path (``python.project``: helpers it
+    imports, tests that import it).
 
     Raises ``ThresholdFileError`` for a file that is not valid Python (with its line) or
     too deeply nested to parse, and for a declared key that names no constant.
     """
     with collector_paused():  # bot.core.bounded: a large acyclic tree
-        return _parse(path, text, decls)
+        return _parse(path, text, decls, related or {})
 
 
-def _parse(path: str, text: str, decls: Sequence[tuple[int, FileDecl]]) -> ThresholdFile:
+def _linked_hits(project: Project, resolver: Resolver, module: Module) -> list[list[Hit]]:
+    """The checks that bind this file's literals in other modules: helpers it calls (read
+    at its call sites, in its tests' contexts) and the modules importing it (contexts
+    ``path::test``).  Only this file's literals are kept (``assemble``)."""
+    found: list[list[Hit]] = []
+    for helper, sites in project.helper_calls(resolver):
+        evaluator = Evaluator(project.path, resolver, Metrics(resolver))
+        _Walker(evaluator, Loops(resolver), module).scope(helper, sites)
+        found += [[replace(h, lines=()) for h in hits] for hits in evaluator.hits]
+    for other in project.importers():
+        where = project.path_of(other)
+        evaluator = Evaluator(where, other, Metrics(other))
+        walker = _Walker(evaluator, Loops(other), other.module)
+        for scope in other.module.scopes:
+            walker.scope(scope)
+        for helper, sites in project.helper_calls(other):
+            walker.scope(helper, sites)
+        found += [
+            [replace(h, lines=(), context=f"{where}::{h.context or '<module>'}") for h in hits]
+            for hits in evaluator.hits
+        ]
+    return found
+
+
+def _parse(
+    path: str, text: str, decls: Sequence[tuple[int, FileDecl]], related: Mapping[str, str]
+) -> ThresholdFile:
     tree = parse_module(path, text)
     source = Source(text)
     module = build_module(tree)
@@ -128,7 +165,12 @@ def _parse(path: str, text: str, decls: Sequence[tuple[int, FileDecl]]) -> Thres
     walker = _Walker(evaluator, Loops(resolver), module)
     for scope in module.scopes:
         walker.scope(scope)
-    found = assemble(evaluator.hits, path, source)
+    hits = evaluator.hits
+    if related:
+        project = Project(path, related)
+        project.add(path, resolver, tree)
+        hits = [*hits, *_linked_hits(project, resolver, module)]
+    found = assemble(hits, path, source)
     declared = Declared(path, module, resolver, source).gates(decls, found)
     overridden = {g.start for g in declared}
     gates = sorted(
