@@ -41,9 +41,11 @@ def mentions(path: str, other_text: str) -> bool:
     name = PurePosixPath(path).name
     if not name:
         return False
-    words = [name]
+    found = re.search(rf"(?<![\w-]){re.escape(name)}(?![\w-]|\.\w)", other_text)
     stem = PurePosixPath(path).stem
-    if PurePosixPath(path).suffix.lower() in PYTHON_SUFFIXES and stem.isidentifier():
-        words.append(stem if stem != "__init__" else PurePosixPath(path).parent.name)
-    pattern = "|".join(re.escape(w) for w in words if w)
-    return re.search(rf"(?<![\w-])(?:{pattern})(?![\w-])", other_text) is not None
+    if found or PurePosixPath(path).suffix.lower() not in PYTHON_SUFFIXES:
+        return found is not None
+    module = stem if stem != "__init__" else PurePosixPath(path).parent.name
+    if not module.isidentifier():
+        return False
+    return re.search(rf"(?<![\w-]){re.escape(module)}(?![\w-])", other_text) is not None
