@@ -126,7 +126,30 @@ def test_a_constant_of_another_module_is_not_a_gate_of_the_test() -> None:
 
     found = find_gates("evals/test_speech.py", SPEECH_TEST, RepoConfig(), related)
 
-    assert found is None or not found.gates
+    assert found is not None and not found.gates
+    hints = {(u.name, u.literal, u.line) for u in found.unbound}
+    assert ("WER_MAX", "0.083", 7) in hints and ("CER_MAX", "0.031", 8) in hints
+    (wer,) = [u for u in found.unbound if u.name == "WER_MAX"]
+    assert "written in evals/limits.py (line 3): a gate of that file" in wer.reason
+
+
+def test_a_helper_module_gets_the_gates_of_its_defaults_through_its_callers() -> None:
+    found = find_gates(
+        "bench/checks.py",
+        HELPERS,
+        parse_config('python: ["bench/*.py"]'),
+        {"bench/t.py": BENCH_TEST},
+    )
+    assert found is None or not found.gates  # every caller passes warmup_ceiling
+
+    caller = BENCH_TEST.replace(", warmup_ceiling=140.0", "")
+    found = find_gates(
+        "bench/checks.py", HELPERS, parse_config('python: ["bench/*.py"]'), {"bench/t.py": caller}
+    )
+
+    assert gates(found) == {
+        ("bench/t.py::test_ppl_curve[val/perplexity]", "val/perplexity", "<=", "9.0")
+    }
 
 
 def test_a_relative_import_of_a_helper() -> None:

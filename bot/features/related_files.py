@@ -9,7 +9,7 @@ the Action's base), gather
 * **reverse** candidates: the ``.py`` / ``.sh`` / ``.bash`` files of the file's directory and
   of each directory above it up to the repository root that ``mention`` it (the tests that
   import a constants module, the script reading a golden file).  Not for a Python test
-  file (nothing imports a test).
+  file (nothing imports a test) nor a shell script (the scripts it runs are forward).
 
 Bounds: at most ``MAX_FILES`` files kept (``MAX_READS`` read), ``MAX_FILE_BYTES`` each and
 ``MAX_TOTAL_BYTES`` in all, ``MAX_LEVELS`` directories listed, and ``check`` (the job's
@@ -175,7 +175,7 @@ def related_files(
     gathering = _Gathering(read, listdir, check)
     gathering.seen.add(clean)
     gathering.forward(clean, text, MAX_HOPS)
-    if not is_test_file(clean):
+    if not (is_test_file(clean) or PurePosixPath(clean).suffix.lower() in READERS - {".py"}):
         gathering.reverse(clean)
     return Related(dict(gathering.files), tuple(gathering.skipped))
 

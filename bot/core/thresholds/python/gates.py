@@ -6,7 +6,9 @@ one (``accuracy``, ``results["gsm8k"]``, ``wer``) or the threshold's name names 
 (``MMLU_MIN``, ``EXPECTED_LOSS``; ``expected`` alone does not).  An error or a difference
 held under a tiny bound (``max_err < 1e-5``) is a numerical check, and a limit written as a
 power of ten (``loss < 1e6``) a sanity bound: neither is a gate.  A threshold named but not
-known (assigned twice, a parameter, imported) gives a hint instead.
+known (assigned twice, a parameter, imported from a module not read) gives a hint instead,
+and so does one written in another file of the repository (``python.project``): its gate is
+that file's.
 """
 
 from __future__ import annotations
@@ -210,6 +212,9 @@ class Evaluator:
                 named, check.op, check.kind, num, tolerance, context, lines, step, curve, threshold
             )
 
+        if isinstance(target, Num) and target.origin:
+            self._elsewhere(check, metric, target, lines[0])
+            return []
         if isinstance(target, Num):
             return [hit(target)]
         if not isinstance(target, Table) or check.kind != "reference":
@@ -224,6 +229,20 @@ class Evaluator:
             name = f"{metric.name}/{keyed}" if metric.derived else keyed
             hits.append(hit(num, replace(metric, name=name, derived=True)))
         return hits
+
+    def _elsewhere(self, check: Check, metric: Metric, target: Num, line: int) -> None:
+        """A hint for a threshold written in another file (an imported constant): its gate
+        is that file's, reviewed when a PR changes it."""
+        name = _threshold_name(check.target) or short(target.name)
+        if not name or name in self.unbound or not (metric.like or threshold_like(name)):
+            return
+        reason = (
+            f"compared with {metric.name} on line {line}; written in {target.origin}"
+            f" (line {target.span.line}): a gate of that file, reviewed when it changes"
+        )
+        self.unbound[name] = UnboundVariable(
+            name=name, file=self.path, line=line, literal=target.span.literal, reason=reason
+        )
 
     def _unknown(self, check: Check, metric: Metric, at: At, line: int) -> None:
         name = _threshold_name(check.target)

@@ -3,8 +3,7 @@
 * subscript keys, joined with ``/`` as the history flattens nested objects:
   ``metrics["accuracy"]`` -> ``accuracy``, ``results["gsm8k"]["acc"]`` -> ``gsm8k/acc``
   (integer indices are left out: ``results[0]["acc"]`` -> ``acc``; a key held by a constant
-  or a loop variable is resolved: ``results[TASK]``; a call given one name is keyed by it:
-  ``run_task("mmlu")["acc"]`` -> ``mmlu/acc``);
+  or a loop variable is resolved: ``results[TASK]``);
 * else the attribute: ``result.accuracy`` -> ``accuracy``;
 * else the variable: ``acc``; a local assigned once from a subscript or attribute is
   followed (``top1 = evaluate(m)["top1"]`` -> ``top1``).
@@ -19,7 +18,6 @@ arguments are literals (a unit test of that function, not a metric).
 from __future__ import annotations
 
 import ast
-import re
 from dataclasses import dataclass, replace
 
 from bot.core.models import Aggregation
@@ -42,7 +40,6 @@ _NOT_METRICS = frozenset(
     {"len", "isinstance", "type", "hasattr", "getattr", "str", "repr", "bool", "id", "hash"}
     | {"sum", "any", "all", "sorted", "set", "dict", "open", "range", "zip", "enumerate"}
 )
-_TASK = re.compile(r"[A-Za-z][\w-]{0,63}")
 _VERBS = ("get_", "compute_", "calc_", "calculate_", "measure_", "evaluate_", "eval_", "run_")
 
 
@@ -167,20 +164,10 @@ class Metrics:
         inner = self.of(base, at, depth + 1)
         if not keys:
             return inner
-        if inner is None and (task := self._task(base, at)) is not None:
-            keys.insert(0, task)
         container = inner.name if inner else dotted(base)
         prefix = [inner.name] if inner and inner.derived and isinstance(base, ast.Name) else []
         name = "/".join([*prefix, *keys])
         return Metric(name, metric_like(name, container), count_like(keys[-1]), True)
-
-    def _task(self, node: ast.expr, at: At) -> str | None:
-        """The one name a call is given (``run_task("mmlu")["acc"]``: ``mmlu``), naming
-        the results it returns; not a path or a sentence."""
-        if not isinstance(node, ast.Call) or len(node.args) != 1 or node.keywords:
-            return None
-        key = self.resolver.key(node.args[0], at)
-        return key if isinstance(key, str) and _TASK.fullmatch(key) else None
 
     def _call(self, node: ast.Call, at: At, depth: int) -> Metric | None:
         name = dotted(node.func)

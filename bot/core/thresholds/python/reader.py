@@ -161,14 +161,15 @@ def _parse(
     source = Source(text)
     module = build_module(tree)
     resolver = Resolver(source, module)
+    project = Project(path, related) if related else None
+    if project is not None:
+        project.add(path, resolver, tree)  # before reading: imported names resolve
     evaluator = Evaluator(path, resolver, Metrics(resolver))
     walker = _Walker(evaluator, Loops(resolver), module)
     for scope in module.scopes:
         walker.scope(scope)
     hits = evaluator.hits
-    if related:
-        project = Project(path, related)
-        project.add(path, resolver, tree)
+    if project is not None:
         hits = [*hits, *_linked_hits(project, resolver, module)]
     found = assemble(hits, path, source)
     declared = Declared(path, module, resolver, source).gates(decls, found)
