@@ -8,6 +8,7 @@ through GitHub (the App, with the recording fake).
 from __future__ import annotations
 
 import json
+import math
 import os
 from pathlib import Path
 
@@ -17,7 +18,9 @@ from typer.testing import CliRunner
 from bot.cli.main import app
 from bot.core.config import RepoConfig, parse_config
 from bot.core.thresholds.discover import find_gates
+from bot.core.thresholds.python.project import MAX_MODULES
 from bot.core.thresholds.related import mentions, wanted_paths
+from bot.features.action import FileVersions, find_changes
 from bot.features.related_files import (
     MAX_FILE_BYTES,
     MAX_FILES,
@@ -166,6 +169,7 @@ def test_wanted_paths_and_mentions() -> None:
     assert wanted.index("bench/bench/checks.py") < wanted.index("bench/checks.py")  # nearest first
     assert "bench/checks/__init__.py" in wanted and "bench/__init__.py" in wanted
     assert all(".." not in p and not p.startswith("/") for p in wanted)
+    assert "src/bench/checks.py" in wanted  # a src layout
     assert wanted_paths("a/test_x.py", "from ..up import f\nfrom ... import g\n") == (
         "up/f.py",
         "up/f/__init__.py",
@@ -316,3 +320,76 @@ def test_a_pull_changing_only_a_constants_module_is_reviewed() -> None:
     assert {c.head.metric for c in found.changes} == {"wer", "cer"}
     reads = [args[1] for args in gh.called("file_text")]
     assert "evals/test_speech.py" in reads
+
+
+def test_cli_rebaseline_rewrites_the_constant_in_its_module(tmp_path: Path) -> None:
+    root = _repo(tmp_path / "r", {"evals/limits.py": LIMITS, "evals/test_speech.py": SPEECH_TEST})
+    wer = [0.070 + (i % 6) * 0.001 for i in range(20)]
+    runs = [
+        {"id": f"r{i}", "created_at": f"2026-10-{i + 1:02d}T00:00:00Z", "summary": {"wer": v}}
+        for i, v in enumerate(wer)
+    ]
+    history = tmp_path / "runs.jsonl"
+    history.write_text("".join(json.dumps(r) + "\n" for r in runs))
+    before = Path.cwd()
+    os.chdir(root)
+    try:
+        args = ["rebaseline", "--file", "evals/limits.py", "--history", str(history), "--dry-run"]
+        result = CliRunner().invoke(app, args)
+    finally:
+        os.chdir(before)
+
+    assert result.exit_code == 0, result.output
+    ceiling = math.ceil(round(max(wer) * 1.05, 9) * 1000) / 1000  # the rule: max + 5 %, up
+    assert "-WER_MAX = 0.083" in result.stdout
+    assert f"+WER_MAX = {ceiling:.3f}" in result.stdout
+    assert "test_speech.py" not in result.stdout  # the test is read, never written
+
+
+def test_check_config_lists_the_gates_of_a_constants_module(tmp_path: Path) -> None:
+    files = {"evals/limits.py": LIMITS, "evals/test_speech.py": SPEECH_TEST}
+    root = _repo(tmp_path / "r", {**files, ".github/threshold-bot.yml": 'python: ["evals/*.py"]\n'})
+
+    result = CliRunner().invoke(app, ["check-config", "--repo-root", str(root)])
+
+    lines = [line.strip() for line in result.stdout.splitlines()]
+    assert any(line.startswith("evals/limits.py:3: WER_MAX: wer <= 0.083") for line in lines)
+    assert any(line.startswith("evals/limits.py:4: CER_MAX: cer <= 0.031") for line in lines)
+
+
+def test_the_action_diffs_a_constants_module_with_its_tests_at_each_ref() -> None:
+    head_limits = LIMITS.replace("0.083", "0.09")
+    version = FileVersions(
+        "evals/limits.py",
+        head_limits,
+        LIMITS,
+        related={"evals/test_speech.py": SPEECH_TEST},
+        base_related={"evals/test_speech.py": SPEECH_TEST},
+    )
+
+    found = find_changes([version], parse_config('python: ["evals/*.py"]'), pin=False)
+
+    moved = {(c.head.name, c.base.literal, c.head.literal) for c in found.changes if c.changed}
+    assert moved == {("WER_MAX", "0.083", "0.09")}
+
+
+def test_the_core_reads_at_most_max_modules_related_modules_and_says_so() -> None:
+    count = MAX_MODULES + 4
+    limits = "".join(f"ACC_MIN_{i:02d} = 0.{50 + i}\n" for i in range(count))
+    related = {
+        f"evals/test_task{i:02d}.py": (
+            f"from evals.limits import ACC_MIN_{i:02d}\n\n"
+            f"def test_task(r):\n    assert r['task{i:02d}/acc'] >= ACC_MIN_{i:02d}\n"
+        )
+        for i in range(count)
+    }
+
+    found = find_gates("evals/limits.py", limits, RepoConfig(), related)
+
+    assert found is not None
+    read = MAX_MODULES - 1  # the file under review is one of the modules
+    assert [g.name for g in found.gates] == [f"ACC_MIN_{i:02d}" for i in range(read)]
+    (note,) = found.notes
+    assert note.startswith(
+        f"5 related modules not read (over {MAX_MODULES}): evals/test_task31.py,"
+    )

@@ -129,7 +129,7 @@ def check(config: RepoConfig, root: Path) -> tuple[list[str], list[str]]:
         try:
             text = _read(root, path)
             related = disk_related(path, text, root)
-            found = with_notes(find_gates(path, text, config, related.files), related)
+            found = with_notes(find_gates(path, text, config, related=related.files), related)
         except ValueError as exc:  # ThresholdFileError names the file (and line) itself
             text = str(exc) if isinstance(exc, ThresholdFileError) else f"{path}: {exc}"
             problems.append(text)

@@ -55,7 +55,7 @@ VIA = "threshold-bot rebaseline"  # what the provenance comment says wrote the v
 def _gates(path: Path, text: str, config: RepoConfig) -> ThresholdFile:
     related = disk_related(path.as_posix(), text)
     try:
-        tf = with_notes(find_gates(path.as_posix(), text, config, related.files), related)
+        tf = with_notes(find_gates(path.as_posix(), text, config, related=related.files), related)
     except ThresholdFileError as exc:
         raise UsageProblem(str(exc)) from None
     if tf is None or not tf.gates:

@@ -119,7 +119,7 @@ def _threshold_file(path: Path, label: str, config: RepoConfig) -> ThresholdFile
     text = read_text(path, "threshold file")
     related = disk_related(label, text)
     try:
-        return with_notes(find_gates(label, text, config, related.files), related)
+        return with_notes(find_gates(label, text, config, related=related.files), related)
     except ThresholdFileError as exc:
         raise UsageProblem(str(exc)) from None
 

@@ -81,7 +81,7 @@ def find_changes(
     notes: list[str] = []
     for version in versions:
         try:
-            head = find_gates(version.path, version.head, config, version.related)
+            head = find_gates(version.path, version.head, config, related=version.related)
         except PARSE_FAILURES as exc:
             errors.append(_parse_problem(version.path, exc))
             continue
@@ -109,7 +109,7 @@ def _base(version: FileVersions, config: RepoConfig, notes: list[str]) -> Thresh
     if version.base is None:
         return None
     try:
-        return find_gates(version.path, version.base, config, version.base_related)
+        return find_gates(version.path, version.base, config, related=version.base_related)
     except PARSE_FAILURES as exc:
         notes.append(f"{_parse_problem(version.path, exc)} (at the base; its gates are new)")
         return None

@@ -111,7 +111,7 @@ def read_file(
     )
     size += sum(len(t.encode()) for t in related.files.values())
     try:
-        found = with_notes(find_gates(path, text, branch.config, related.files), related)
+        found = with_notes(find_gates(path, text, branch.config, related=related.files), related)
     except ThresholdFileError as exc:
         return _unreadable(branch, read, path, str(exc)), size
     except PARSE_FAILURES as exc:

@@ -181,7 +181,9 @@ def read_thresholds(
             check=deadline.check,
         )
         try:
-            head = with_notes(find_gates(changed.path, head_text, config, related.files), related)
+            head = with_notes(
+                find_gates(changed.path, head_text, config, related=related.files), related
+            )
         except ThresholdFileError as exc:
             if named:  # a test file read for its name only is no threshold file of the PR's
                 errors.append(_located(exc))
@@ -243,7 +245,7 @@ def _base_file(
         gh, repo, base_sha, path, text, max_bytes=max_bytes, check=deadline.check
     )
     try:
-        return find_gates(path, text, config, related.files)
+        return find_gates(path, text, config, related=related.files)
     except ThresholdFileError as exc:
         notes.append(f"{_located(exc)} (at the base; its gates are treated as new)")
         return None

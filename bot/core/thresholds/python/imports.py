@@ -4,8 +4,9 @@ Read with ``ast`` from the module's top level (also inside a top-level ``if`` / 
 never imported.  ``from tests.utils import f``, ``import tests.thresholds as t`` and
 ``from tests import thresholds`` name ``tests/utils.py`` (or ``tests/utils/__init__.py``)
 looked up beside the file and in each directory above it up to the repository root, as
-``sys.path`` holds the test's directory or the root; ``from .utils import f`` is relative to
-the file's package.  A path never leaves the repository (no ``..``, never absolute).
+``sys.path`` holds the test's directory or the root (and ``src/`` at the root, a ``src``
+layout); ``from .utils import f`` is relative to the file's package.  A path never leaves
+the repository (no ``..``, never absolute).
 
 Bounds: at most ``MAX_IMPORTS`` import names read, ``MAX_LEVELS`` directories above the file,
 dotted names of at most ``MAX_PARTS`` parts.
@@ -78,7 +79,7 @@ def _bases(path: str, level: int) -> list[PurePosixPath]:
     while directory != directory.parent and len(found) <= MAX_LEVELS:
         directory = directory.parent
         found.append(directory)
-    return found
+    return [*found, found[-1] / "src"]  # a ``src/`` layout at the root
 
 
 def module_paths(path: str, module: str, level: int = 0) -> tuple[str, ...]:

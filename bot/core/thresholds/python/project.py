@@ -45,6 +45,7 @@ class Project:
         self.texts = {p: t for p, t in related.items() if p.endswith(".py") and p != path}
         self._loaded: dict[str, Resolver | None] = {}
         self._roots: dict[int, tuple[str, Resolver, dict[str, Import]]] = {}
+        self.unread: list[str] = []  # modules over ``MAX_MODULES``, not read
 
     def add(self, path: str, resolver: Resolver, tree: ast.Module) -> None:
         """Link ``resolver`` (the module at ``path``, parsed as ``tree``) to the others."""
@@ -58,7 +59,10 @@ class Project:
             return self._loaded[path]
         text = self.texts.get(path)
         self._loaded[path] = None
-        if text is None or len(self._roots) >= MAX_MODULES:
+        if text is None:
+            return None
+        if len(self._roots) >= MAX_MODULES:
+            self.unread.append(path)
             return None
         try:
             tree = parse_module(path, text)

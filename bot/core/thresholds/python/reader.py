@@ -9,11 +9,14 @@ metric named (``python_metric``) and the threshold's value resolved (``python_re
 ``python_values``); checks that bind a literal become gates
 (``python_gates``, ``python_assemble``), numeric constants with a threshold's name that
 none binds become hints (``python_hints``), and a config may declare gates on constants
-(``python_declared``).  docs/threshold-files.md lists the shapes.
+(``python_declared``).  With ``related`` files the checks of other modules that bind this
+file's literals count too (``python_project``: imported helpers, tests importing it).
+docs/threshold-files.md lists the shapes.
 
 Bounds: the parser's own depth limits (a deeper file is reported unreadable), expression
 reading capped at ``MAX_DEPTH`` levels, tables at ``MAX_ENTRIES`` entries, at most
-``MAX_WORK`` checks and literals read (loops times checks) and ``MAX_GATES`` gates
+``MAX_WORK`` checks and literals read (loops times checks; the related modules' share it),
+at most ``python_project.MAX_MODULES`` related modules parsed, and ``MAX_GATES`` gates
 reported per file (each with a note).
 """
 
@@ -34,7 +37,7 @@ from bot.core.thresholds.python.gates import MAX_WORK, Evaluator, Hit
 from bot.core.thresholds.python.hints import python_hints
 from bot.core.thresholds.python.loops import Loops
 from bot.core.thresholds.python.metric import Metrics
-from bot.core.thresholds.python.project import Project, Site
+from bot.core.thresholds.python.project import MAX_MODULES, Project, Site
 from bot.core.thresholds.python.resolver import Resolver
 from bot.core.thresholds.python.scope import Module, Scope, build_module, dotted
 from bot.core.thresholds.python.source import Source, parse_module
@@ -130,28 +133,37 @@ def parse_python(
         return _parse(path, text, decls, related or {})
 
 
-def _linked_hits(project: Project, resolver: Resolver, module: Module) -> list[list[Hit]]:
+def _linked_hits(
+    project: Project, resolver: Resolver, module: Module, work: int
+) -> tuple[list[list[Hit]], int]:
     """The checks that bind this file's literals in other modules: helpers it calls (read
     at its call sites, in its tests' contexts) and the modules importing it (contexts
-    ``path::test``).  Only this file's literals are kept (``assemble``)."""
+    ``path::test``).  Only this file's literals are kept (``assemble``).  The reading
+    shares the file's ``MAX_WORK`` (``work``: spent so far; returned with what it spent)."""
     found: list[list[Hit]] = []
+    readers: list[tuple[Evaluator, _Walker, list[tuple[Scope, list[Site] | None]], str]] = []
     for helper, sites in project.helper_calls(resolver):
         evaluator = Evaluator(project.path, resolver, Metrics(resolver))
-        _Walker(evaluator, Loops(resolver), module).scope(helper, sites)
-        found += [[replace(h, lines=()) for h in hits] for hits in evaluator.hits]
+        walker = _Walker(evaluator, Loops(resolver), module)
+        readers.append((evaluator, walker, [(helper, sites)], ""))
     for other in project.importers():
-        where = project.path_of(other)
-        evaluator = Evaluator(where, other, Metrics(other))
+        evaluator = Evaluator(project.path_of(other), other, Metrics(other))
         walker = _Walker(evaluator, Loops(other), other.module)
-        for scope in other.module.scopes:
-            walker.scope(scope)
-        for helper, sites in project.helper_calls(other):
-            walker.scope(helper, sites)
-        found += [
-            [replace(h, lines=(), context=f"{where}::{h.context or '<module>'}") for h in hits]
-            for hits in evaluator.hits
-        ]
-    return found
+        scopes: list[tuple[Scope, list[Site] | None]] = [(s, None) for s in other.module.scopes]
+        scopes += [(helper, sites) for helper, sites in project.helper_calls(other)]
+        readers.append((evaluator, walker, scopes, project.path_of(other)))
+    for evaluator, walker, scopes, where in readers:
+        evaluator.work = work
+        for scope, calls in scopes:
+            walker.scope(scope, calls)
+        work = evaluator.work
+        for hits in evaluator.hits:
+            if where:
+                hits = [replace(h, context=f"{where}::{h.context or '<module>'}") for h in hits]
+            found.append([replace(h, lines=()) for h in hits])
+        if evaluator.exhausted:
+            break
+    return found, work
 
 
 def _parse(
@@ -168,9 +180,10 @@ def _parse(
     walker = _Walker(evaluator, Loops(resolver), module)
     for scope in module.scopes:
         walker.scope(scope)
-    hits = evaluator.hits
-    if project is not None:
-        hits = [*hits, *_linked_hits(project, resolver, module)]
+    hits, work = evaluator.hits, evaluator.work
+    if project is not None and not evaluator.exhausted:
+        linked, work = _linked_hits(project, resolver, module, work)
+        hits = [*hits, *linked]
     found = assemble(hits, path, source)
     declared = Declared(path, module, resolver, source).gates(decls, found)
     overridden = {g.start for g in declared}
@@ -182,9 +195,14 @@ def _parse(
     skip = {u.name for u in unbound} | {d.name for d in declared}
     hints = python_hints(path, module, resolver, used_spans(gates), skip)
     notes: tuple[str, ...] = ()
-    if evaluator.exhausted:
+    if work >= MAX_WORK:
         notes = (
             f"reading stopped after {MAX_WORK:,} checks and literals: later gates are not reviewed",
+        )
+    if project is not None and project.unread:
+        notes += (
+            f"{len(project.unread)} related modules not read (over {MAX_MODULES}):"
+            f" {', '.join(project.unread[:3])}{', …' if len(project.unread) > 3 else ''}",
         )
     if len(gates) > MAX_GATES:
         notes += (f"{len(gates)} gates found; only the first {MAX_GATES} are reviewed",)
