@@ -393,3 +393,14 @@ def test_the_core_reads_at_most_max_modules_related_modules_and_says_so() -> Non
     assert note.startswith(
         f"5 related modules not read (over {MAX_MODULES}): evals/test_task31.py,"
     )
+
+
+def test_an_imported_name_the_importer_assigns_again_is_not_followed() -> None:
+    shadowing = SPEECH_TEST.replace(
+        "from evals.limits import WER_MAX\n", "from evals.limits import WER_MAX\nWER_MAX = 0.2\n"
+    )
+    related = {"evals/test_speech.py": shadowing}
+
+    found = find_gates("evals/limits.py", LIMITS, RepoConfig(), related)
+
+    assert gates(found) == {("CER_MAX", "cer", "<=", "0.031")}

@@ -191,12 +191,22 @@ class Resolver:
                 return self.value(found.node, where, depth + 1)
             return found
         scope = self.lookup(name, at.scope)
-        if scope is not None and scope.kind == "module" and self.linker is not None:
+        if scope is not None and self._imported(scope, name):
+            assert self.linker is not None
             linked = self.linker.resolve(scope, name)
             if linked is not None:
                 other, attr = linked
                 return other.top_level(attr, depth + 1) if attr else None
         return self.constant(name, scope, depth) if scope is not None else None
+
+    def _imported(self, scope: Scope, name: str) -> bool:
+        """Whether ``name`` may be read through an import: bound once, at the top level
+        (a module that also assigns it, or imports it twice, keeps it unknown)."""
+        return (
+            self.linker is not None
+            and scope.kind == "module"
+            and scope.assigned.get(name) == [None]
+        )
 
     def top_level(self, name: str, depth: int) -> Value | None:
         """The value of the module-level ``name`` (a constant, or imported in turn)."""
@@ -209,7 +219,7 @@ class Resolver:
         if self.linker is None or not name or name.startswith("?"):
             return None
         scope = self.lookup(name.split(".", 1)[0], at.scope)
-        if scope is None or scope.kind != "module":
+        if scope is None or not self._imported(scope, name.split(".", 1)[0]):
             return None
         found = self.linker.resolve(scope, name)
         if found is None or not found[1] or "." in found[1]:
