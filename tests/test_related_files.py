@@ -404,3 +404,22 @@ def test_an_imported_name_the_importer_assigns_again_is_not_followed() -> None:
     found = find_gates("evals/limits.py", LIMITS, RepoConfig(), related)
 
     assert gates(found) == {("CER_MAX", "cer", "<=", "0.031")}
+
+
+def test_a_call_given_several_names_keys_its_results_by_them() -> None:
+    suite = (
+        "def test_hellaswag():\n"
+        '    assert score_suite("hellaswag")["acc_norm"] >= 0.61\n\n'
+        "def test_winogrande():\n"
+        '    assert score_suite("winogrande")["acc"] >= 0.58\n\n'
+        "def test_vit():\n"
+        '    assert evaluate("vit-b16")["top1"] >= 0.81\n'
+    )
+
+    found = find_gates("tests/test_suite.py", suite, RepoConfig())
+
+    assert {(g.metric, g.literal) for g in (found.gates if found else ())} == {
+        ("hellaswag/acc_norm", "0.61"),
+        ("winogrande/acc", "0.58"),
+        ("top1", "0.81"),  # one name everywhere: it tells no results apart
+    }

@@ -3,7 +3,8 @@
 * subscript keys, joined with ``/`` as the history flattens nested objects:
   ``metrics["accuracy"]`` -> ``accuracy``, ``results["gsm8k"]["acc"]`` -> ``gsm8k/acc``
   (integer indices are left out: ``results[0]["acc"]`` -> ``acc``; a key held by a constant
-  or a loop variable is resolved: ``results[TASK]``);
+  or a loop variable is resolved: ``results[TASK]``; a call given one name, when the module
+  gives it several, is keyed by it: ``run_task("mmlu")["acc"]`` -> ``mmlu/acc``);
 * else the attribute: ``result.accuracy`` -> ``accuracy``;
 * else the variable: ``acc``; a local assigned once from a subscript or attribute is
   followed (``top1 = evaluate(m)["top1"]`` -> ``top1``).
@@ -18,6 +19,7 @@ arguments are literals (a unit test of that function, not a metric).
 from __future__ import annotations
 
 import ast
+import re
 from dataclasses import dataclass, replace
 
 from bot.core.models import Aggregation
@@ -40,6 +42,7 @@ _NOT_METRICS = frozenset(
     {"len", "isinstance", "type", "hasattr", "getattr", "str", "repr", "bool", "id", "hash"}
     | {"sum", "any", "all", "sorted", "set", "dict", "open", "range", "zip", "enumerate"}
 )
+_NAME = re.compile(r"[A-Za-z][\w-]{0,63}")
 _VERBS = ("get_", "compute_", "calc_", "calculate_", "measure_", "evaluate_", "eval_", "run_")
 
 
@@ -164,10 +167,24 @@ class Metrics:
         inner = self.of(base, at, depth + 1)
         if not keys:
             return inner
+        if inner is None and (name := self._named_call(base)) is not None:
+            keys.insert(0, name)
         container = inner.name if inner else dotted(base)
         prefix = [inner.name] if inner and inner.derived and isinstance(base, ast.Name) else []
         name = "/".join([*prefix, *keys])
         return Metric(name, metric_like(name, container), count_like(keys[-1]), True)
+
+    def _named_call(self, node: ast.expr) -> str | None:
+        """The name a call's results are keyed by: ``run_task("mmlu")["acc"]`` is
+        ``mmlu/acc`` when the module calls ``run_task`` with several such names (they tell
+        its results apart); with one name everywhere (``evaluate("resnet50")``) none."""
+        name = _one_name(node)
+        if name is None or not isinstance(node, ast.Call):
+            return None
+        called = dotted(node.func)
+        sites = self.resolver.module.calls.get(called.rsplit(".", 1)[-1], [])
+        names = {_one_name(c) for c, _ in sites if dotted(c.func) == called}
+        return name if len(names - {None}) > 1 else None
 
     def _call(self, node: ast.Call, at: At, depth: int) -> Metric | None:
         name = dotted(node.func)
@@ -190,6 +207,16 @@ class Metrics:
             return None
         short = next((last[len(v) :] for v in _VERBS if last.startswith(v)), last)
         return Metric(short, metric_like(short), count_like(short))
+
+
+def _one_name(node: ast.expr) -> str | None:
+    """The one string a call is given, when it reads as a name (``"mmlu"``, not a path)."""
+    if not isinstance(node, ast.Call) or len(node.args) != 1 or node.keywords:
+        return None
+    arg = node.args[0]
+    if not isinstance(arg, ast.Constant) or not isinstance(arg.value, str):
+        return None
+    return arg.value if _NAME.fullmatch(arg.value) else None
 
 
 def _sum_over_len(node: ast.BinOp) -> ast.expr | None:
