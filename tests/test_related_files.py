@@ -423,3 +423,27 @@ def test_a_call_given_several_names_keys_its_results_by_them() -> None:
         ("winogrande/acc", "0.58"),
         ("top1", "0.81"),  # one name everywhere: it tells no results apart
     }
+
+
+def test_a_method_inherited_from_a_class_of_another_module_is_a_helper() -> None:
+    base = (
+        "import unittest\n\n"
+        "class ServingCase(unittest.TestCase):\n"
+        "    def assert_latency(self, stats, max_latency_ms, pct='p99'):\n"
+        "        if stats[pct] > max_latency_ms:\n"
+        "            self.fail(f'{pct} over {max_latency_ms} ms')\n"
+    )
+    test = (
+        "from serving.testing import ServingCase\n\n"
+        "class TestDecode(ServingCase):\n"
+        "    def test_decode_latency(self):\n"
+        "        self.assert_latency(self.stats, 42.5)\n"
+        "        self.assert_latency(self.stats, 18.0, pct='p50')\n"
+    )
+
+    found = find_gates("serving/test_decode.py", test, RepoConfig(), {"serving/testing.py": base})
+
+    assert {(g.metric, g.op, g.literal, g.context) for g in (found.gates if found else ())} == {
+        ("stats/p99", "<=", "42.5", "TestDecode.test_decode_latency"),
+        ("stats/p50", "<=", "18.0", "TestDecode.test_decode_latency"),
+    }

@@ -3,8 +3,9 @@
 Two flows cross a module's border, both read like their one-file forms:
 
 * **helpers**: a test calls ``check_loss(logs, 3.2, max_final=2.9)`` imported from
-  ``tests/utils.py``: the helper's body is read at each call site of the file under review
-  (``python.callers``), its literals stay the test's.
+  ``tests/utils.py`` (or ``self.check_loss(...)`` inherited from a class there): the
+  helper's body is read at each call site of the file under review (``python.callers``),
+  its literals stay the test's.
 * **constants**: the file under review is a constants module (``tests/thresholds.py``); a
   related module that imports it (``from tests.thresholds import MMLU_MIN``,
   ``thresholds.MMLU_MIN``) is read whole, and each of its checks that binds a literal of the
@@ -112,23 +113,58 @@ class Project:
     def helper_calls(self, resolver: Resolver) -> list[tuple[Scope, list[Site]]]:
         """The functions of other modules that ``resolver``'s module calls (imported by
         name, ``check_loss(...)``, or through their module, ``utils.check_loss(...)``),
-        each with its call sites there."""
-        root = resolver.module.module
+        and the methods its test classes inherit from a class of another module
+        (``self.assert_metric(...)`` in ``class TestEval(EvalCase)``), each with its call
+        sites there."""
         found: dict[int, tuple[Scope, list[Site]]] = {}
         for sites in resolver.module.calls.values():
             for call, caller in sites:
-                name = dotted(call.func)
-                if not name or name.startswith("?"):
-                    continue
-                if resolver.lookup(name.split(".", 1)[0], caller) is not root:
-                    continue  # a local of the caller, or a name the module assigns itself
-                target = self.resolve(root, name)
-                if target is None or not target[1] or "." in target[1] or target[0] is resolver:
-                    continue
-                helper = target[0].module.module.children.get(target[1])
-                if helper is not None and helper.kind == "function":
+                helper = self._callee(resolver, call, caller)
+                if helper is not None:
                     found.setdefault(id(helper), (helper, []))[1].append((call, caller))
         return list(found.values())
+
+    def _callee(self, resolver: Resolver, call: ast.Call, caller: Scope) -> Scope | None:
+        root = resolver.module.module
+        func = call.func
+        if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name):
+            owner = caller.owner
+            if owner is not None and func.value.id == caller.self_name:
+                return self._inherited(resolver, owner, func.attr)
+        name = dotted(func)
+        if not name or name.startswith("?"):
+            return None
+        if resolver.lookup(name.split(".", 1)[0], caller) is not root:
+            return None  # a local of the caller, or a name the module assigns itself
+        target = self._function(root, name)
+        return target if target is not None and target.kind == "function" else None
+
+    def _function(self, root: Scope, name: str) -> Scope | None:
+        """The top-level function or class of another module that ``name`` names."""
+        target = self.resolve(root, name)
+        if target is None or not target[1] or "." in target[1]:
+            return None
+        if target[0].module.module is root:
+            return None
+        return target[0].module.module.children.get(target[1])
+
+    def _inherited(self, resolver: Resolver, owner: Scope, method: str) -> Scope | None:
+        """``method`` of a base class of ``owner`` defined in another module, when
+        ``owner`` does not define it itself (one level of inheritance)."""
+        if method in owner.children or not isinstance(owner.node, ast.ClassDef):
+            return None
+        root = resolver.module.module
+        for base in owner.node.bases:
+            name = dotted(base)
+            if not name or name.startswith("?"):
+                continue
+            if resolver.lookup(name.split(".", 1)[0], owner) is not root:
+                continue
+            cls = self._function(root, name)
+            found = cls.children.get(method) if cls is not None and cls.kind == "class" else None
+            if found is not None and found.kind == "function":
+                return found
+        return None
 
     def importers(self) -> list[Resolver]:
         """The related modules that import the file under review."""
