@@ -105,7 +105,7 @@ def test_a_parser_failing_past_its_limits_still_ends_in_the_review(
     gh.commit({SCRIPT: script("0.56")})
     pull = gh.open_pull(4, {SCRIPT: script("0.50")})
 
-    def exhausted(path: str, text: str, config: object) -> None:
+    def exhausted(path: str, text: str, config: object, related: object = None) -> None:
         raise RecursionError("maximum recursion depth exceeded")
 
     monkeypatch.setattr(pull_module, "find_gates", exhausted)

@@ -30,6 +30,7 @@ from bot.core.globs import glob_match
 from bot.core.models import Gate
 from bot.core.thresholds.discover import find_gates
 from bot.core.thresholds.errors import ThresholdFileError
+from bot.features.related_files import disk_related, with_notes
 
 SKIPPED_DIRS = frozenset({".git", ".hg", ".svn"})
 
@@ -126,7 +127,9 @@ def check(config: RepoConfig, root: Path) -> tuple[list[str], list[str]]:
     lines.append("Gates:")
     for path in scanned:
         try:
-            found = find_gates(path, _read(root, path), config)
+            text = _read(root, path)
+            related = disk_related(path, text, root)
+            found = with_notes(find_gates(path, text, config, related=related.files), related)
         except ValueError as exc:  # ThresholdFileError names the file (and line) itself
             text = str(exc) if isinstance(exc, ThresholdFileError) else f"{path}: {exc}"
             problems.append(text)

@@ -48,13 +48,15 @@ from bot.core.thresholds.discover import find_gates
 from bot.core.thresholds.errors import ThresholdFileError
 from bot.features.rebaseline.literals import PointValues
 from bot.features.rebaseline.plan import FilePlan, GateKey, gate_key, plan_file
+from bot.features.related_files import disk_related, with_notes
 
 VIA = "threshold-bot rebaseline"  # what the provenance comment says wrote the values
 
 
 def _gates(path: Path, text: str, config: RepoConfig) -> ThresholdFile:
+    related = disk_related(path.as_posix(), text)
     try:
-        tf = find_gates(path.as_posix(), text, config)
+        tf = with_notes(find_gates(path.as_posix(), text, config, related=related.files), related)
     except ThresholdFileError as exc:
         raise UsageProblem(str(exc)) from None
     if tf is None or not (tf.gates or tf.unbound):

@@ -39,6 +39,7 @@ from bot.core.thresholds.diff import diff_gates
 from bot.core.thresholds.discover import find_gates
 from bot.core.thresholds.errors import ThresholdFileError
 from bot.features.action import FoundGates, review_gates
+from bot.features.related_files import disk_related, with_notes
 
 
 class OutputFormat(StrEnum):
@@ -113,8 +114,12 @@ def rule_settings(config: RepoConfig, window: str | None, allowance: str | None)
 
 
 def _threshold_file(path: Path, label: str, config: RepoConfig) -> ThresholdFile | None:
+    """The gates of the file at ``path`` as ``label`` (its path from the current directory),
+    read with its related files from the repository on disk (docs/cli.md)."""
+    text = read_text(path, "threshold file")
+    related = disk_related(label, text)
     try:
-        return find_gates(label, read_text(path, "threshold file"), config)
+        return with_notes(find_gates(label, text, config, related=related.files), related)
     except ThresholdFileError as exc:
         raise UsageProblem(str(exc)) from None
 

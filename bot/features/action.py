@@ -23,8 +23,8 @@ A threshold file the head leaves unparseable is named in the review and makes it
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 
 from bot.core.analysis.review import build_review, merge_reviews, unavailable_review
 from bot.core.config import CONFIG_PATH, RepoConfig
@@ -51,6 +51,9 @@ class FileVersions:
     head: str
     base: str | None = None
     audit: bool = False
+    related: Mapping[str, str] = field(default_factory=dict)  # other files, by path: head
+    base_related: Mapping[str, str] = field(default_factory=dict)  # and at the base
+    related_notes: tuple[str, ...] = ()  # related files skipped (``bot.features.related_files``)
 
 
 @dataclass(frozen=True)
@@ -78,10 +81,12 @@ def find_changes(
     notes: list[str] = []
     for version in versions:
         try:
-            head = find_gates(version.path, version.head, config)
+            head = find_gates(version.path, version.head, config, related=version.related)
         except PARSE_FAILURES as exc:
             errors.append(_parse_problem(version.path, exc))
             continue
+        if head is not None and version.related_notes:
+            head = head.model_copy(update={"notes": (*head.notes, *version.related_notes)})
         if head is None or not (head.gates or head.unbound):
             notes.append(f"{version.path}: no threshold gates found")
             continue
@@ -104,7 +109,7 @@ def _base(version: FileVersions, config: RepoConfig, notes: list[str]) -> Thresh
     if version.base is None:
         return None
     try:
-        return find_gates(version.path, version.base, config)
+        return find_gates(version.path, version.base, config, related=version.base_related)
     except PARSE_FAILURES as exc:
         notes.append(f"{_parse_problem(version.path, exc)} (at the base; its gates are new)")
         return None

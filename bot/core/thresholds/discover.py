@@ -195,9 +195,13 @@ def _structured(
 
 
 def _shell(
-    path: str, text: str, config: RepoConfig, decls: list[tuple[int, FileDecl]]
+    path: str,
+    text: str,
+    config: RepoConfig,
+    decls: list[tuple[int, FileDecl]],
+    related: Mapping[str, str],
 ) -> ThresholdFile:
-    parsed = parse_shell(path, text)
+    parsed = parse_shell(path, text, related)
     gates = declared_gates(path, text, decls)
     overridden = {g.key for _, decl in decls for g in decl.gates}
     gates += [g for g in parsed.gates if g.name not in overridden]
@@ -271,7 +275,7 @@ def _other(
     if suffix in TEXT_GOLDEN_SUFFIXES:
         found = _text_golden(path, text, decls, related)
     elif suffix in PYTHON_SUFFIXES:
-        found = parse_python(path, text, decls, _metric_names(config, decls))
+        found = parse_python(path, text, decls, _metric_names(config, decls), related)
     elif suffix in TABLE_SUFFIXES:
         table = next((d.csv for _, d in decls if d.csv is not None), None)
         found = parse_table(path, text, table)
@@ -321,16 +325,20 @@ def find_gates(
     the gates its ``files:`` entries declare, else the shapes recognised without
     configuration (golden curves, accuracy lists, expression strings).  A file the config
     does not name in which nothing is found gives None; one it names gives a
-    ``ThresholdFile`` with its hints.  ``related``: other files of the repository (path ->
-    text, bounded by the caller) that may read this one, such as the test that compares a
-    text golden with a run.  Raises ``ThresholdFileError`` for a file that cannot
+    ``ThresholdFile`` with its hints.  Raises ``ThresholdFileError`` for a file that cannot
     be read as its shape, or a declared gate (or pattern) that matches nothing.
+
+    ``related``: other files of the repository by repository path, as the shell read them
+    for this file (``bot.core.thresholds.related`` says which; bounded by the shell): a
+    Python file's imported helpers and constants, the tests importing a constants module,
+    the scripts a shell script runs, the tests reading a text golden.  None or empty: the
+    file alone.
     """
     decls = [(i, d) for i, d in enumerate(config.files) if glob_match(d.path, path)]
     listed = any(glob_match(g, path) for g in config.shell)
     shell = is_shell_script(path, text)
     if listed or (shell and (decls or not config.shell)):
-        found = _shell(path, text, config, decls)
+        found = _shell(path, text, config, decls, related or {})
         hinted = any(u.config for u in found.unbound)  # e.g. LOSS_THRESHOLD passed to a checker
         return found if found.gates or decls or listed or hinted else None
     return _other(path, text, config, decls, related or {})

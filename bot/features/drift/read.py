@@ -5,7 +5,9 @@ repository config at the branch head, the files it names (``files:``, ``shell:``
 ``python:``), every shell script, and, when ``drift.files`` is set, only the files it
 matches.  Unnamed Python test files are not read (an assert is no news).  Every file is
 read with the threshold-file size bound, at most ``max_files`` of them; a file that
-cannot be read or parsed is *unreadable*: its item is neither opened nor closed.
+cannot be read or parsed is *unreadable*: its item is neither opened nor closed.  A file's
+related files (``bot.features.related_files``) are read at the same head, bounded the same
+way; one that cannot be read is skipped and counted in the file's notes.
 
 A branch is listed first (``list_branch``: the config and the file list), then read file by
 file (``read_file``), so a round whose budget runs out stops between files and the next one
@@ -28,6 +30,7 @@ from bot.core.globs import glob_match
 from bot.core.models import ThresholdFile
 from bot.core.thresholds.discover import find_gates, is_candidate, is_named
 from bot.core.thresholds.errors import ThresholdFileError
+from bot.features.related_files import github_related, with_notes
 from bot.features.repo_config import config_at
 from bot.features.review.pull import PARSE_FAILURES
 
@@ -103,8 +106,12 @@ def read_file(
     if text is None:
         return replace(branch, read=read), 0
     size = len(text.encode())
+    related = github_related(
+        gh, branch.repo, branch.sha, path, text, max_bytes=max_bytes, check=deadline.check
+    )
+    size += sum(len(t.encode()) for t in related.files.values())
     try:
-        found = find_gates(path, text, branch.config)
+        found = with_notes(find_gates(path, text, branch.config, related=related.files), related)
     except ThresholdFileError as exc:
         return _unreadable(branch, read, path, str(exc)), size
     except PARSE_FAILURES as exc:

@@ -15,6 +15,10 @@ Decisions:
   marked as changing it (``action_required``, approvable): it takes effect once merged.
 - Every file is read with a size bound (``MAX_THRESHOLD_FILE_BYTES`` for threshold files
   and the config, ``MAX_FILE_BYTES`` for history files); one over it is named in the review.
+  A threshold file's related files (the helpers and constants modules a Python file imports,
+  the tests importing a constants module: ``bot.features.related_files``) are read at the
+  same ref, within the same size bound and the job's deadline; one that cannot be read is
+  skipped and counted in the review's notes.
 - A changed gate that could not be checked against a single run (no run has its metric,
   its history could not be read or may not be read) is ``action_required``, approvable.
 - Drafts are reviewed like any PR: early numbers are when feedback helps most,
@@ -77,6 +81,7 @@ from bot.core.thresholds.pinning import (
     mark_proposals,
     pin_sources,
 )
+from bot.features.related_files import github_related, with_notes
 from bot.features.repo_config import config_at
 from bot.features.repo_files import repo_file_reader
 from bot.features.review.approval import (
@@ -166,8 +171,19 @@ def read_thresholds(
         if head_text is None:
             continue
         named = is_named(changed.path, config)
+        related = github_related(
+            gh,
+            repo,
+            pull.head_sha,
+            changed.path,
+            head_text,
+            max_bytes=max_bytes,
+            check=deadline.check,
+        )
         try:
-            head = find_gates(changed.path, head_text, config)
+            head = with_notes(
+                find_gates(changed.path, head_text, config, related=related.files), related
+            )
         except ThresholdFileError as exc:
             if named:  # a test file read for its name only is no threshold file of the PR's
                 errors.append(_located(exc))
@@ -225,8 +241,11 @@ def _base_file(
         return None
     if text is None:
         return None
+    related = github_related(
+        gh, repo, base_sha, path, text, max_bytes=max_bytes, check=deadline.check
+    )
     try:
-        return find_gates(path, text, config)
+        return find_gates(path, text, config, related=related.files)
     except ThresholdFileError as exc:
         notes.append(f"{_located(exc)} (at the base; its gates are treated as new)")
         return None

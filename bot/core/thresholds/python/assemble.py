@@ -135,8 +135,11 @@ def _unique(gates: list[Gate]) -> list[Gate]:
 def assemble(groups: list[list[Hit]], path: str, source: Source) -> list[Gate]:
     """The gates of all checks' hits, named, merged and in file order."""
     gates: list[Gate] = []
-    for hits in groups:
+    for group in groups:
         curves: dict[str, list[Hit]] = {}
+        hits = [h for h in group if not h.num.origin]  # a literal of another file: its own
+        if len(hits) < len(group) and any(h.curve for h in group):
+            continue  # a curve with points in another file
         for hit in hits:
             if hit.curve:
                 curves.setdefault(hit.curve, []).append(hit)

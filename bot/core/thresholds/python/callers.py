@@ -5,6 +5,8 @@
 site is one iteration of a ``Group`` whose context is the calling test.  An argument with
 a value (a literal, a constant) is that value; any other (the metric) stands for its
 expression, read in the caller's scope.  A default fills a parameter a call leaves out.
+A helper imported from another module of the repository is read the same way at its call
+sites in the file under review (``python.project``).
 """
 
 from __future__ import annotations
@@ -37,17 +39,25 @@ def _defaults(node: ast.FunctionDef | ast.AsyncFunctionDef, method: bool) -> dic
     return found
 
 
-def callers(scope: Scope, module: Module, resolver: Resolver) -> dict[str, Binding]:
-    """The bindings of ``scope``'s parameters, one iteration per call site in the module."""
+def callers(
+    scope: Scope,
+    module: Module,
+    resolver: Resolver,
+    calls: list[tuple[ast.Call, Scope]] | None = None,
+) -> dict[str, Binding]:
+    """The bindings of ``scope``'s parameters, one iteration per call site in the module
+    (``calls``: the sites of a helper of another module, ``python.project``)."""
     node = scope.node
     if not isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) or scope.parent is None:
         return {}
     method = scope.parent.kind == "class"
+    if calls is None:
+        kind = ast.Attribute if method else ast.Name
+        calls = [c for c in module.calls.get(node.name, []) if isinstance(c[0].func, kind)]
     sites = [
         (call, caller)
-        for call, caller in module.calls.get(node.name, [])
-        if isinstance(call.func, ast.Attribute if method else ast.Name)
-        and not any(isinstance(a, ast.Starred) for a in call.args)
+        for call, caller in calls
+        if not any(isinstance(a, ast.Starred) for a in call.args)
         and all(k.arg for k in call.keywords)
     ][:MAX_CALL_SITES]
     if not sites:

@@ -7,9 +7,11 @@ one (``accuracy``, ``results["gsm8k"]``, ``wer``) or the threshold's name names 
 held under a tiny bound (``max_err < 1e-5``) is a numerical check, and a limit written as a
 power of ten (``loss < 1e6``) a sanity bound, and a limit at the end of the metric's own
 range (``accuracy <= 1.0``, ``perplexity > 1``) trivial: none is a gate.  A threshold named but not
-known (assigned twice, a parameter, imported) gives a hint instead, as does a literal
-compared with an element of a result whose name says nothing (``res[0] < 0.31``), unless the
-config's ``metrics:`` maps that name to a history key (a mapped name is a metric).
+known (assigned twice, a parameter, imported from a module not read) gives a hint instead, as
+does one written in another file of the repository (``python.project``: its gate is that
+file's) and a literal compared with an element of a result whose name says nothing
+(``res[0] < 0.31``), unless the config's ``metrics:`` maps that name to a history key (a
+mapped name is a metric).
 """
 
 from __future__ import annotations
@@ -238,8 +240,8 @@ class Evaluator:
                 tolerance = Tolerance(
                     rel=r,
                     abs=a,
-                    rel_span=r_num.span if r_num else None,
-                    abs_span=a_num.span if a_num else None,
+                    rel_span=r_num.span if r_num and not r_num.origin else None,  # not this file's
+                    abs_span=a_num.span if a_num and not a_num.origin else None,
                 )
                 found.append((condition, None if r is None and a is None else tolerance))
         return found if len(found) <= MAX_BRANCHES else None
@@ -293,6 +295,9 @@ class Evaluator:
                 named, check.op, check.kind, num, tolerance, context, lines, step, curve, threshold
             )
 
+        if isinstance(target, Num) and target.origin:
+            self._elsewhere(check, metric, target, lines[0])
+            return []
         if isinstance(target, Num):
             return [hit(target)]
         if not isinstance(target, Table) or check.kind != "reference":
@@ -307,6 +312,20 @@ class Evaluator:
             name = f"{metric.name}/{keyed}" if metric.derived else keyed
             hits.append(hit(num, replace(metric, name=name, derived=True)))
         return hits
+
+    def _elsewhere(self, check: Check, metric: Metric, target: Num, line: int) -> None:
+        """A hint for a threshold written in another file (an imported constant): its gate
+        is that file's, reviewed when a PR changes it."""
+        name = _threshold_name(check.target) or short(target.name)
+        if not name or name in self.unbound or not (metric.like or threshold_like(name)):
+            return
+        reason = (
+            f"compared with {metric.name} on line {line}; written in {target.origin}"
+            f" (line {target.span.line}): a gate of that file, reviewed when it changes"
+        )
+        self.unbound[name] = UnboundVariable(
+            name=name, file=self.path, line=line, literal=target.span.literal, reason=reason
+        )
 
     def _unknown(self, check: Check, metric: Metric, at: At, line: int) -> None:
         name = _threshold_name(check.target)

@@ -3,7 +3,8 @@
 * subscript keys, joined with ``/`` as the history flattens nested objects:
   ``metrics["accuracy"]`` -> ``accuracy``, ``results["gsm8k"]["acc"]`` -> ``gsm8k/acc``
   (integer indices are left out: ``results[0]["acc"]`` -> ``acc``; a key held by a constant
-  or a loop variable is resolved: ``results[TASK]``);
+  or a loop variable is resolved: ``results[TASK]``; a call given one name, when the module
+  gives it several, is keyed by it: ``run_task("mmlu")["acc"]`` -> ``mmlu/acc``);
 * else the attribute: ``result.accuracy`` -> ``accuracy``;
 * else the variable: ``acc``; a local assigned once from a subscript or attribute is
   followed (``top1 = evaluate(m)["top1"]`` -> ``top1``).
@@ -22,6 +23,7 @@ test of that function, not a metric).
 from __future__ import annotations
 
 import ast
+import re
 from dataclasses import dataclass, replace
 
 from bot.core.models import Aggregation
@@ -45,6 +47,7 @@ _NOT_METRICS = frozenset(
     | {"sum", "any", "all", "sorted", "set", "dict", "open", "range", "zip", "enumerate"}
 )
 _FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
+_NAME = re.compile(r"[A-Za-z][\w-]{0,63}")
 _VERBS = ("get_", "compute_", "calc_", "calculate_", "measure_", "evaluate_", "eval_", "run_")
 
 
@@ -191,11 +194,25 @@ class Metrics:
                 # ``res[0]`` of ``res = evaluate(...)``: an element of a result
                 return Metric(f"{inner.name}[{step}]", inner.like, inner.count, element=True)
             return inner
+        if inner is None and (name := self._named_call(base)) is not None:
+            keys.insert(0, name)
         container = inner.name if inner else dotted(base)
         prefix = [inner.name] if inner and inner.derived and isinstance(base, ast.Name) else []
         name = "/".join([*prefix, *keys])
         shown = f"step {step}" if step is not None and step >= 0 else ""
         return Metric(name, metric_like(name, container), count_like(keys[-1]), True, steps=shown)
+
+    def _named_call(self, node: ast.expr) -> str | None:
+        """The name a call's results are keyed by: ``run_task("mmlu")["acc"]`` is
+        ``mmlu/acc`` when the module calls ``run_task`` with several such names (they tell
+        its results apart); with one name everywhere (``evaluate("resnet50")``) none."""
+        name = _one_name(node)
+        if name is None or not isinstance(node, ast.Call):
+            return None
+        called = dotted(node.func)
+        sites = self.resolver.module.calls.get(called.rsplit(".", 1)[-1], [])
+        names = {_one_name(c) for c, _ in sites if dotted(c.func) == called}
+        return name if len(names - {None}) > 1 else None
 
     def _call(self, node: ast.Call, at: At, depth: int) -> Metric | None:
         name = dotted(node.func)
@@ -258,6 +275,16 @@ def _got(node: ast.expr) -> ast.expr:
     ):
         return ast.Subscript(node.func.value, node.args[0], ast.Load())
     return node
+
+
+def _one_name(node: ast.expr) -> str | None:
+    """The one string a call is given, when it reads as a name (``"mmlu"``, not a path)."""
+    if not isinstance(node, ast.Call) or len(node.args) != 1 or node.keywords:
+        return None
+    arg = node.args[0]
+    if not isinstance(arg, ast.Constant) or not isinstance(arg.value, str):
+        return None
+    return arg.value if _NAME.fullmatch(arg.value) else None
 
 
 def _sum_over_len(node: ast.BinOp) -> ast.expr | None:

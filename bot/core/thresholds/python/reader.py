@@ -9,7 +9,9 @@ metric named (``python_metric``) and the threshold's value resolved (``python_re
 ``python_values``); checks that bind a literal become gates
 (``python_gates``, ``python_assemble``), numeric constants with a threshold's name that
 none binds become hints (``python_hints``), and a config may declare gates on constants
-(``python_declared``).  docs/threshold-files.md lists the shapes.
+(``python_declared``).  With ``related`` files the checks of other modules that bind this
+file's literals count too (``python_project``: imported helpers, tests importing it).
+docs/threshold-files.md lists the shapes.
 
 Each check's operands are followed back through locals holding arithmetic or a difference
 (``python_inline``), conditional expressions (one gate per branch), elements of a result,
@@ -18,15 +20,17 @@ Each check's operands are followed back through locals holding arithmetic or a d
 Bounds: the parser's own depth limits (a deeper file is reported unreadable), expression
 reading capped at ``MAX_DEPTH`` levels, tables at ``MAX_ENTRIES`` entries, conditionals at
 ``MAX_BRANCHES`` branches, locals followed ``MAX_INLINE_DEPTH`` deep (``MAX_INLINED`` per
-check), at most
-``MAX_WORK`` checks and literals read (loops times checks) and ``MAX_GATES`` gates
+check), at most ``MAX_WORK`` checks and literals read (loops times checks; the related
+modules' share it), at most ``python_project.MAX_MODULES`` related modules parsed, and
+``MAX_GATES`` gates
 reported per file (each with a note).
 """
 
 from __future__ import annotations
 
 import ast
-from collections.abc import Collection, Sequence
+from collections.abc import Collection, Mapping, Sequence
+from dataclasses import replace
 from pathlib import PurePosixPath
 
 from bot.core.bounded import collector_paused
@@ -35,10 +39,11 @@ from bot.core.models import ThresholdFile
 from bot.core.thresholds.python.assemble import assemble, used_spans
 from bot.core.thresholds.python.callers import callers
 from bot.core.thresholds.python.declared import Declared
-from bot.core.thresholds.python.gates import MAX_WORK, Evaluator
+from bot.core.thresholds.python.gates import MAX_WORK, Evaluator, Hit
 from bot.core.thresholds.python.hints import python_hints, unnamed_hints
 from bot.core.thresholds.python.loops import Loops
 from bot.core.thresholds.python.metric import Metrics
+from bot.core.thresholds.python.project import MAX_MODULES, Project, Site
 from bot.core.thresholds.python.resolver import Resolver
 from bot.core.thresholds.python.scope import Module, Scope, build_module, dotted
 from bot.core.thresholds.python.source import Source, parse_module
@@ -63,12 +68,14 @@ class _Walker:
         self.loops = loops
         self.module = module
 
-    def scope(self, scope: Scope) -> None:
+    def scope(self, scope: Scope, calls: list[Site] | None = None) -> None:
+        """Read the checks of ``scope`` (``calls``: a helper of another module, bound at
+        these call sites of this module)."""
         env: dict[str, Binding] = {}
         if scope.kind == "function" and scope.parent is not None:
             assert isinstance(scope.node, ast.FunctionDef | ast.AsyncFunctionDef)
-            env = self.fixtures(scope)
-            env |= callers(scope, self.module, self.loops.resolver)
+            env = self.fixtures(scope) if calls is None else {}
+            env |= callers(scope, self.module, self.loops.resolver, calls)
             env |= self.loops.parametrize(scope.node, At(scope.parent), scope.name)
         context = scope.name
         self.body(scope.node.body, At(scope, env), context)
@@ -130,30 +137,77 @@ def parse_python(
     text: str,
     decls: Sequence[tuple[int, FileDecl]] = (),
     metrics: Collection[str] = (),
+    related: Mapping[str, str] | None = None,
 ) -> ThresholdFile:
     """The gates of a Python file, its hints, and the gates ``decls`` (the config's
     ``files:`` entries matching it, with their indices) declare on its constants;
-    ``metrics``: the names the config maps to history keys (compared, they are metrics).
+    ``metrics``: the names the config maps to history keys (compared, they are metrics);
+    ``related``: other files of the repository by path (``python.project``: helpers it
+    imports, tests that import it).
 
     Raises ``ThresholdFileError`` for a file that is not valid Python (with its line) or
     too deeply nested to parse, and for a declared key that names no constant.
     """
     with collector_paused():  # bot.core.bounded: a large acyclic tree
-        return _parse(path, text, decls, metrics)
+        return _parse(path, text, decls, metrics, related or {})
+
+
+def _linked_hits(
+    project: Project, resolver: Resolver, module: Module, work: int, metrics: Collection[str]
+) -> tuple[list[list[Hit]], int]:
+    """The checks that bind this file's literals in other modules: helpers it calls (read
+    at its call sites, in its tests' contexts) and the modules importing it (contexts
+    ``path::test``).  Only this file's literals are kept (``assemble``).  The reading
+    shares the file's ``MAX_WORK`` (``work``: spent so far; returned with what it spent)."""
+    found: list[list[Hit]] = []
+    readers: list[tuple[Evaluator, _Walker, list[tuple[Scope, list[Site] | None]], str]] = []
+    for helper, sites in project.helper_calls(resolver):
+        evaluator = Evaluator(project.path, resolver, Metrics(resolver), metrics)
+        walker = _Walker(evaluator, Loops(resolver), module)
+        readers.append((evaluator, walker, [(helper, sites)], ""))
+    for other in project.importers():
+        evaluator = Evaluator(project.path_of(other), other, Metrics(other), metrics)
+        walker = _Walker(evaluator, Loops(other), other.module)
+        scopes: list[tuple[Scope, list[Site] | None]] = [(s, None) for s in other.module.scopes]
+        scopes += [(helper, sites) for helper, sites in project.helper_calls(other)]
+        readers.append((evaluator, walker, scopes, project.path_of(other)))
+    for evaluator, walker, scopes, where in readers:
+        evaluator.work = work
+        for scope, calls in scopes:
+            walker.scope(scope, calls)
+        work = evaluator.work
+        for hits in evaluator.hits:
+            if where:
+                hits = [replace(h, context=f"{where}::{h.context or '<module>'}") for h in hits]
+            found.append([replace(h, lines=()) for h in hits])
+        if evaluator.exhausted:
+            break
+    return found, work
 
 
 def _parse(
-    path: str, text: str, decls: Sequence[tuple[int, FileDecl]], metrics: Collection[str]
+    path: str,
+    text: str,
+    decls: Sequence[tuple[int, FileDecl]],
+    metrics: Collection[str],
+    related: Mapping[str, str],
 ) -> ThresholdFile:
     tree = parse_module(path, text)
     source = Source(text)
     module = build_module(tree)
     resolver = Resolver(source, module)
+    project = Project(path, related) if related else None
+    if project is not None:
+        project.add(path, resolver, tree)  # before reading: imported names resolve
     evaluator = Evaluator(path, resolver, Metrics(resolver), metrics)
     walker = _Walker(evaluator, Loops(resolver), module)
     for scope in module.scopes:
         walker.scope(scope)
-    found = assemble(evaluator.hits, path, source)
+    hits, work = evaluator.hits, evaluator.work
+    if project is not None and not evaluator.exhausted:
+        linked, work = _linked_hits(project, resolver, module, work, metrics)
+        hits = [*hits, *linked]
+    found = assemble(hits, path, source)
     declared = Declared(path, module, resolver, source).gates(decls, found)
     overridden = {g.start for g in declared}
     gates = sorted(
@@ -171,9 +225,14 @@ def _parse(
         if (u.line, u.literal) not in shown
     ]
     notes: tuple[str, ...] = ()
-    if evaluator.exhausted:
+    if work >= MAX_WORK:
         notes = (
             f"reading stopped after {MAX_WORK:,} checks and literals: later gates are not reviewed",
+        )
+    if project is not None and project.unread:
+        notes += (
+            f"{len(project.unread)} related modules not read (over {MAX_MODULES}):"
+            f" {', '.join(project.unread[:3])}{', …' if len(project.unread) > 3 else ''}",
         )
     if len(gates) > MAX_GATES:
         notes += (f"{len(gates)} gates found; only the first {MAX_GATES} are reviewed",)

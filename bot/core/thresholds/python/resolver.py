@@ -5,14 +5,17 @@ Literals are read where they are written; names resolve through the scope rules 
 ``T["k"]`` / ``T[0]`` through tables; ``f()`` through a function that only returns a value;
 variables of loops, parametrizations and helpers through their ``Group``; ``a if c else b``
 and a name assigned in each branch of an ``if`` statement (``python_branches``) into a
-``Choice`` of its branches.  Work is bounded: expressions deeper than ``MAX_DEPTH``,
-tables over ``MAX_ENTRIES`` entries and conditionals over ``MAX_BRANCHES`` branches are
-unknown.
+``Choice`` of its branches; with a ``Linker`` (``python.project``), names imported from other
+modules of the repository through those modules (``from tests.thresholds import ACC_MIN``,
+``thresholds.ACC_MIN``), and an expression of another module read by that module's resolver.
+Work is bounded: expressions deeper than ``MAX_DEPTH`` (import hops included), tables over
+``MAX_ENTRIES`` entries and conditionals over ``MAX_BRANCHES`` branches are unknown.
 """
 
 from __future__ import annotations
 
 import ast
+from typing import Protocol
 
 from bot.core.thresholds.python.branches import branches, condition
 from bot.core.thresholds.python.scope import Module, Scope, dotted
@@ -40,12 +43,28 @@ _CONVERSIONS = frozenset(
 )
 
 
-class Resolver:
-    """Reads expressions of one module (cached per constant)."""
+class Linker(Protocol):
+    """The modules of the repository read with the file under review (``python.project``)."""
 
-    def __init__(self, source: Source, module: Module) -> None:
+    def owner(self, scope: Scope) -> Resolver | None:
+        """The resolver of the module ``scope`` belongs to."""
+        ...
+
+    def resolve(self, scope: Scope, name: str) -> tuple[Resolver, str | None] | None:
+        """The module a dotted ``name`` imported in module ``scope`` names, and the
+        attribute of it named (None: the module itself); None when not a repository module."""
+        ...
+
+
+class Resolver:
+    """Reads expressions of one module (cached per constant); ``origin``: the module's
+    path when it is not the file under review (its literals are marked with it)."""
+
+    def __init__(self, source: Source, module: Module, origin: str = "") -> None:
         self.source = source
         self.module = module
+        self.origin = origin
+        self.linker: Linker | None = None
         self._constants: dict[tuple[int, str], Value | None] = {}
         self._busy: set[tuple[int, str]] = set()
 
@@ -177,8 +196,17 @@ class Resolver:
 
     # ------------------------------------------------------------------ values
 
+    def _other(self, at: At) -> Resolver | None:
+        """The resolver of another module when ``at`` is in one (None: this module's)."""
+        if self.linker is None:
+            return None
+        owner = self.linker.owner(at.scope)
+        return owner if owner is not None and owner is not self else None
+
     def key(self, node: ast.expr, at: At, depth: int = 0) -> str | int | None:
         """A subscript key: a string or an integer (names resolved)."""
+        if (other := self._other(at)) is not None:
+            return other.key(node, at, depth)
         found = self.source.number(node)
         if found is not None:
             return int(found[0]) if found[0].is_integer() and "." not in found[1].literal else None
@@ -189,9 +217,11 @@ class Resolver:
         """What ``node`` is worth at ``at`` (None: unknown)."""
         if depth > MAX_DEPTH:
             return None
+        if (other := self._other(at)) is not None:
+            return other.value(node, at, depth)
         number = self.source.number(node)
         if number is not None:
-            return Num(number[0], number[1])
+            return Num(number[0], number[1], origin=self.origin)
         if isinstance(node, ast.Constant):
             return node.value if isinstance(node.value, str) else None
         if isinstance(node, ast.Name):
@@ -200,6 +230,8 @@ class Resolver:
             owner = self._class(node.value, at)
             if owner is not None:
                 return self.constant(node.attr, self.member(owner, node.attr), depth)
+            if (linked := self._linked(node, at, depth)) is not None:
+                return linked
             base = self.value(node.value, at, depth + 1)
             return field_of(base, node.attr) if isinstance(base, Record) else None
         if isinstance(node, ast.Subscript):
@@ -230,6 +262,12 @@ class Resolver:
                 return self.value(found.node, where, depth + 1)
             return found
         scope = self.lookup(name, at.scope)
+        if scope is not None and self._imported(scope, name):
+            assert self.linker is not None
+            linked = self.linker.resolve(scope, name)
+            if linked is not None:
+                other, attr = linked
+                return other.top_level(attr, depth + 1) if attr else None
         return self.constant(name, scope, depth) if scope is not None else None
 
     def _branches(self, name: str, scope: Scope, written: int, depth: int) -> Value | None:
@@ -254,6 +292,33 @@ class Resolver:
             else:
                 found.append((prefix, value))
         return Choice(tuple(found)) if len(found) <= MAX_BRANCHES else None
+
+    def _imported(self, scope: Scope, name: str) -> bool:
+        """Whether ``name`` may be read through an import: bound once, at the top level
+        (a module that also assigns it, or imports it twice, keeps it unknown)."""
+        return (
+            self.linker is not None
+            and scope.kind == "module"
+            and scope.assigned.get(name) == [None]
+        )
+
+    def top_level(self, name: str, depth: int) -> Value | None:
+        """The value of the module-level ``name`` (a constant, or imported in turn)."""
+        return self._name(name, At(self.module.module), depth)
+
+    def _linked(self, node: ast.Attribute, at: At, depth: int) -> Value | None:
+        """``thresholds.ACC_MIN`` / ``tests.thresholds.ACC_MIN``: a constant of an
+        imported repository module."""
+        name = dotted(node)
+        if self.linker is None or not name or name.startswith("?"):
+            return None
+        scope = self.lookup(name.split(".", 1)[0], at.scope)
+        if scope is None or not self._imported(scope, name.split(".", 1)[0]):
+            return None
+        found = self.linker.resolve(scope, name)
+        if found is None or not found[1] or "." in found[1]:
+            return None
+        return found[0].top_level(found[1], depth + 1)
 
     def _list(self, elts: list[ast.expr], at: At, depth: int) -> Value | None:
         if len(elts) > MAX_ENTRIES:

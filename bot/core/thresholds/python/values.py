@@ -28,6 +28,7 @@ class Num:
     span: Span
     name: str = ""  # the gate's name when bound through a constant or a parametrized case
     const: str = ""  # the module / class constant it is read from (for hints)
+    origin: str = ""  # the other file of the repository it is written in ("": this one)
 
 
 @dataclass(frozen=True, slots=True)
