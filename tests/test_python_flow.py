@@ -75,11 +75,12 @@ def test_memory_cap():
 def test_locals_and_arithmetic_through_locals() -> None:
     found = _read("tests/test_mt.py", LOCALS)
     assert _rows(found) == {
-        ("bleu", "==", "27.4", "reference"),
+        # translate_eval is called with two language pairs: they tell its results apart
+        ("de-en/bleu", "==", "27.4", "reference"),
         ("latency_ms", "<=", "41.0", "reference"),
-        ("ppl", ">=", "12.9", "reference"),
-        ("ppl", "<=", "12.9", "reference"),
-        ("chrf_score", ">=", "0.58", "limit"),
+        ("en-fr/ppl", ">=", "12.9", "reference"),
+        ("en-fr/ppl", "<=", "12.9", "reference"),
+        ("de-en/chrf_score", ">=", "0.58", "limit"),
         ("memory_gb", "<=", "18.5", "reference"),
     }
     memory = _by_literal(found, "18.5")
@@ -89,7 +90,7 @@ def test_locals_and_arithmetic_through_locals() -> None:
     latency = _by_literal(found, "41.0")
     assert latency.tolerance is not None and latency.tolerance.rel == 0.1
     assert latency.name == "test_decoder_latency_budget.baseline_ms"
-    ppl = {g.op: g for g in found.gates if g.metric == "ppl"}
+    ppl = {g.op: g for g in found.gates if g.metric == "en-fr/ppl"}
     assert ppl["<="].tolerance is not None and ppl["<="].tolerance.rel == 0.02
     assert ppl[">="].tolerance is not None and ppl[">="].tolerance.abs == 0.4
 

@@ -194,13 +194,24 @@ class Metrics:
                 # ``res[0]`` of ``res = evaluate(...)``: an element of a result
                 return Metric(f"{inner.name}[{step}]", inner.like, inner.count, element=True)
             return inner
-        if inner is None and (name := self._named_call(base)) is not None:
+        called = base if inner is None else self._local_call(base, at)
+        if called is not None and (name := self._named_call(called)) is not None:
             keys.insert(0, name)
         container = inner.name if inner else dotted(base)
         prefix = [inner.name] if inner and inner.derived and isinstance(base, ast.Name) else []
         name = "/".join([*prefix, *keys])
         shown = f"step {step}" if step is not None and step >= 0 else ""
         return Metric(name, metric_like(name, container), count_like(keys[-1]), True, steps=shown)
+
+    def _local_call(self, node: ast.expr, at: At) -> ast.Call | None:
+        """The call a function's local is assigned once (``out = run("de-en")``), if any."""
+        if not isinstance(node, ast.Name) or node.id in at.env:
+            return None
+        scope = self.resolver.lookup(node.id, at.scope)
+        written = scope.assigned.get(node.id, []) if scope else []
+        if scope is None or scope.kind != "function" or len(written) != 1:
+            return None
+        return written[0] if isinstance(written[0], ast.Call) else None
 
     def _named_call(self, node: ast.expr) -> str | None:
         """The name a call's results are keyed by: ``run_task("mmlu")["acc"]`` is
