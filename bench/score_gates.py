@@ -14,7 +14,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from tests.gate_scores import cases, score, write_history
 
-CORPORA = ("corpus", "holdout")
+CORPORA = ("corpus", "holdout", "holdout2")
 
 
 def main(verbose: bool) -> None:

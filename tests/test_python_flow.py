@@ -428,3 +428,61 @@ def test_failures_returned_as_the_exit_status() -> None:
     )
     found = _read("ci/status.py", text, parse_config('python: ["ci/*.py"]'))
     assert _rows(found) == {("val_f1", ">=", "0.7", "limit")}
+
+
+DRIFT_SCRIPT = """\
+import json
+import sys
+
+report = json.load(open(sys.argv[1]))
+drift = report.get("embedding_drift")
+if drift is None or drift > 0.12:
+    raise RuntimeError(f"drift {drift}")
+"""
+
+
+def test_a_scripts_module_level_local_is_followed_to_its_key() -> None:
+    # a script has no test function: its top-level names are its locals
+    scored = DRIFT_SCRIPT.replace("embedding_drift", "kl_divergence")
+    found = _read("ci/check_drift.py", scored)
+    assert _rows(found) == {("kl_divergence", "<=", "0.12", "limit")}
+    # a key whose name says nothing is a hint, and its config lines bind it
+    found = _read("ci/check_drift.py", DRIFT_SCRIPT)
+    assert found.gates == ()
+    (hint,) = found.unbound
+    assert (hint.literal, hint.line) == ("0.12", 6)
+    bound = _read("ci/check_drift.py", DRIFT_SCRIPT, parse_config(hint.config))
+    assert _rows(bound) == {("embedding_drift", "<=", "0.12", "limit")}
+
+
+MEASURED = """\
+from gan import train_gan
+
+
+def test_gan_losses():
+    gen, disc = train_gan(epochs=2)
+    assert gen < 1.85
+    assert disc > 0
+    out = train_gan(epochs=1, return_fid=True)
+    assert out <= 31.5
+"""
+
+
+def test_values_a_call_returned_are_hints_the_config_binds() -> None:
+    found = _read("tests/test_gan.py", MEASURED)
+    assert found.gates == ()
+    hints = {u.literal: u for u in found.unbound}
+    assert set(hints) == {"1.85", "31.5"}  # `disc > 0` is a positivity floor: nothing
+    pasted = parse_config(hints["1.85"].config.replace('"gen": "gen"', '"gen": "train/gen_loss"'))
+    bound = _read("tests/test_gan.py", MEASURED, pasted)
+    assert ("train/gen_loss", "<", "1.85", "limit") in _rows(bound)
+
+
+def test_a_rate_per_unit_is_a_measurement_not_a_count() -> None:
+    code = (
+        "def test_speed(run):\n"
+        "    assert run['images_per_gpu'] >= 212.0\n"
+        "    assert run['num_gpus'] >= 8\n"
+    )
+    found = _read("tests/test_speed.py", code)
+    assert _rows(found) == {("images_per_gpu", ">=", "212.0", "limit")}

@@ -75,7 +75,7 @@ def test_json_review_of_a_file_with_only_hints(repo: Path, path: str, history: b
     assert review["gates"] == []
     name, line, literal, use = HINTED[path]
     (hint,) = review["hints"]
-    assert set(hint) == {"file", "line", "literal", "name", "reason", "config"}
+    assert set(hint) == {"file", "line", "literal", "name", "reason", "config", "compared"}
     assert (hint["file"], hint["line"], hint["literal"], hint["name"]) == (
         path,
         line,

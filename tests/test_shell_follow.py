@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from bot.core.config import parse_config
+from bot.core.config import RepoConfig, parse_config
 from bot.core.models import Gate
 from bot.core.thresholds.discover import find_gates
 from bot.core.thresholds.shell.argv import argument_checks
@@ -290,3 +290,24 @@ sys.exit(0 if m['val']['nll'] < 1.02 else 1)"
         ("val/top5", "0.93", ">="),
         ("val/nll", "1.02", "<"),
     }
+
+
+def test_a_compared_variable_that_cannot_be_bound_keeps_the_script_a_threshold_file() -> None:
+    # assigned twice, so no gate; the literal reaches a comparison: a hint, never None
+    text = (
+        "#!/bin/bash\n"
+        "ACC_MIN=0.5\n"
+        'if [ "$FAST" = 1 ]; then\n'
+        "  ACC_MIN=0.4\n"
+        "fi\n"
+        'python check.py --asserts "eval/acc >= $ACC_MIN"\n'
+    )
+    found = find_gates("ci/nightly.sh", text, RepoConfig())
+    assert found is not None and found.gates == ()
+    (hint,) = found.unbound
+    assert (hint.name, hint.literal, hint.compared) == ("ACC_MIN", "0.5", True)
+    assert "assigned 2 times" in hint.reason
+    # a numeric variable used in no comparison does not make a script a threshold file
+    assert (
+        find_gates("ci/train.sh", "#!/bin/bash\nLR=0.001\npython train.py\n", RepoConfig()) is None
+    )

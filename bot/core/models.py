@@ -326,6 +326,7 @@ class UnboundVariable(Frozen):
     literal: str
     reason: str
     config: str = ""  # YAML for .github/threshold-bot.yml (empty: no suggestion)
+    compared: bool = False  # it reaches a comparison: its file is a threshold file
 
 
 class ThresholdFile(Frozen):

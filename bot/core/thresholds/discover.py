@@ -339,6 +339,8 @@ def find_gates(
     shell = is_shell_script(path, text)
     if listed or (shell and (decls or not config.shell)):
         found = _shell(path, text, config, decls, related or {})
-        hinted = any(u.config for u in found.unbound)  # e.g. LOSS_THRESHOLD passed to a checker
+        # a literal reaching a comparison, or one the config lines would bind (a checker's
+        # LOSS_THRESHOLD): never dropped silently
+        hinted = any(u.config or u.compared for u in found.unbound)
         return found if found.gates or decls or listed or hinted else None
     return _other(path, text, config, decls, related or {})

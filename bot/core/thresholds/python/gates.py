@@ -86,9 +86,13 @@ def bindable(metric: Metric, num: Num, hit_op: Op, kind: GateKind, threshold: st
 
 
 def unnamed(hit: Hit) -> bool:
-    """Whether ``hit`` compares an element of a result (``res[0]``) that would be a gate
-    but for its name, which says nothing: the config can name it (a hint, not a gate)."""
+    """Whether ``hit`` compares an element of a result (``res[0]``) or a value a call returned
+    (``a, b = evaluate(m)``, ``out = run()``) that would be a gate but for its name, which
+    says nothing, or a keyed value (``report["drift"]``): the config can name it (a hint,
+    not a gate).  A floor of 1 (``>= 1``) is a sanity check, not a threshold."""
     if hit.curve or hit.metric.like or hit.metric.count or not hit.metric.element:
+        return False
+    if hit.op in (">=", ">") and hit.num.value == 1 and hit.num.span.literal == "1":
         return False
     metric = replace(hit.metric, like=True)
     return not bindable(hit.metric, hit.num, hit.op, hit.kind, hit.threshold) and bindable(
@@ -324,7 +328,12 @@ class Evaluator:
             f" (line {target.span.line}): a gate of that file, reviewed when it changes"
         )
         self.unbound[name] = UnboundVariable(
-            name=name, file=self.path, line=line, literal=target.span.literal, reason=reason
+            name=name,
+            file=self.path,
+            line=line,
+            literal=target.span.literal,
+            reason=reason,
+            compared=True,
         )
 
     def _unknown(self, check: Check, metric: Metric, at: At, line: int) -> None:
@@ -336,7 +345,7 @@ class Evaluator:
             return
         reason = f"compared with {metric.name} on line {line}, but {why}"
         self.unbound[name] = UnboundVariable(
-            name=name, file=self.path, line=line, literal="", reason=reason
+            name=name, file=self.path, line=line, literal="", reason=reason, compared=True
         )
 
 

@@ -104,7 +104,13 @@ def unnamed_hints(path: str, hits: Iterable[Hit], used: set[int]) -> list[Unboun
         gate = hit.num.name or f"{hit.context or '<module>'}[{name}]"
         gate = f"{gate} if {hit.condition}" if hit.condition else gate
         hints[span.start] = UnboundVariable(
-            name=gate, file=path, line=span.line, literal=span.literal, reason=reason, config=config
+            name=gate,
+            file=path,
+            line=span.line,
+            literal=span.literal,
+            reason=reason,
+            config=config,
+            compared=True,
         )
     return list(hints.values())
 

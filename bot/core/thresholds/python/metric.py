@@ -62,7 +62,7 @@ class Metric:
     aggregation: Aggregation | None = None
     last_steps: int | None = None
     steps: str = ""  # the steps read, when not the whole run: ``step 100``, ``steps -6:-1``
-    element: bool = False  # an element of a result (``res[0]``): the config may name it
+    element: bool = False  # an element of a result (``res[0]``, ``a, b = f()``): config may name it
 
 
 def _literal_args(call: ast.Call) -> bool:
@@ -136,10 +136,11 @@ class Metrics:
         if isinstance(binding, Alias):
             where = At(binding.scope) if binding.scope is not None else at
             return self.of(binding.node, where, depth + 1)
+        measured = False  # a value a call returned: the config may name it (a hint)
         if name not in at.env:
             scope = self.resolver.lookup(name, at.scope)
             written = scope.assigned.get(name, []) if scope else []
-            if scope is not None and scope.kind == "function" and len(written) == 1:
+            if scope is not None and scope.kind != "class" and len(written) == 1:
                 assigned = written[0]
                 if isinstance(assigned, ast.Call) and on_literal_data(assigned):
                     return None
@@ -147,7 +148,8 @@ class Metrics:
                     followed = self.of(assigned, at, depth + 1)
                     if followed is not None and followed.derived:
                         return followed
-        return Metric(name, metric_like(name), count_like(name))
+                measured = name in scope.unpacked or isinstance(assigned, ast.Call)
+        return Metric(name, metric_like(name), count_like(name), element=measured)
 
     def _bound(self, node: ast.expr | None, at: At) -> int | bool | None:
         """A slice bound: an integer, None when left out (or ``None``), False when unknown."""
@@ -201,7 +203,9 @@ class Metrics:
         prefix = [inner.name] if inner and inner.derived and isinstance(base, ast.Name) else []
         name = "/".join([*prefix, *keys])
         shown = f"step {step}" if step is not None and step >= 0 else ""
-        return Metric(name, metric_like(name, container), count_like(keys[-1]), True, steps=shown)
+        like = metric_like(name, container)
+        # a keyed value whose name says nothing (``report["drift"]``): the config may name it
+        return Metric(name, like, count_like(keys[-1]), True, steps=shown, element=bool(keys))
 
     def _local_call(self, node: ast.expr, at: At) -> ast.Call | None:
         """The call a function's local is assigned once (``out = run("de-en")``), if any."""

@@ -59,6 +59,7 @@ class Scope:
     children: dict[str, Scope] = field(default_factory=dict)
     declared_global: set[str] = field(default_factory=set)
     self_name: str = ""  # a method's first parameter (``self`` / ``cls``)
+    unpacked: set[str] = field(default_factory=set)  # ``loss, acc = evaluate(m)``: from a call
 
     def qualify(self, name: str) -> str:
         """``name`` as assigned in this scope: ``ACC_MIN``, ``TestAcc.ACC_MIN``."""
@@ -246,6 +247,8 @@ class _Builder:
             for name, element in zip(target.elts, value.elts, strict=True):
                 self.assign(name, element, scope, line)
             return True
+        if isinstance(target, ast.Tuple | ast.List) and isinstance(value, ast.Call):
+            scope.unpacked.update(t.id for t in target.elts if isinstance(t, ast.Name))
         return isinstance(target, ast.Attribute) and self.attribute_store(
             target, value, scope, line
         )

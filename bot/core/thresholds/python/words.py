@@ -71,11 +71,14 @@ def _metric_word(word: str) -> bool:
     return word in METRIC_WORDS or word.startswith(_METRIC_PREFIXES)
 
 
-_RATES = frozenset({"second", "seconds", "sec", "s", "step", "iter", "token", "image", "sample"})
+_RATES = frozenset(
+    {"second", "seconds", "sec", "s", "step", "iter", "token", "image", "sample", "gpu", "device"}
+)
 
 
 def _rate(found: tuple[str, ...]) -> bool:
-    """A rate: ``images_per_second``, ``tokens_per_sec``, ``samples_per_step``."""
+    """A rate: ``images_per_second``, ``tokens_per_sec``, ``samples_per_step``,
+    ``tflops_per_gpu``."""
     return any(a == "per" and b in _RATES for a, b in pairwise(found))
 
 
@@ -93,11 +96,14 @@ def metric_like(*names: str) -> bool:
 def count_like(name: str) -> bool:
     """A count, a size or an index (``len``, ``num_samples``, ``max_steps``, ``status_code``):
     never a metric, whatever it is compared with; a statistic of counts is a measurement
-    (``mean_summary_tokens``, ``p95_tokens``)."""
+    (``mean_summary_tokens``, ``p95_tokens``), and so is a rate per unit (``tflops_per_gpu``,
+    ``images_per_step``)."""
     found = words(name)
     if found and found[0] in _STATISTICS:
         return False
-    return bool(found) and (found[0] in _COUNT_FIRST or found[-1] in _NON_METRIC)
+    return bool(found) and (
+        found[0] in _COUNT_FIRST or (found[-1] in _NON_METRIC and not _rate(found))
+    )
 
 
 def threshold_like(name: str) -> bool:

@@ -637,6 +637,7 @@ class _Follow:
                     literal=b.literal,
                     reason=reason,
                     config=config,
+                    compared=True,
                 )
             )
             return

@@ -132,8 +132,12 @@ def _nested(text: str, offsets: Sequence[int]) -> Iterator[Located]:
                 yield Located(inner, [offsets[i] for i in at])
 
 
-def _unbound(name: str, path: str, line: int, literal: str, reason: str) -> UnboundVariable:
-    return UnboundVariable(name=name, file=path, line=line, literal=literal, reason=reason)
+def _unbound(
+    name: str, path: str, line: int, literal: str, reason: str, *, compared: bool = False
+) -> UnboundVariable:
+    return UnboundVariable(
+        name=name, file=path, line=line, literal=literal, reason=reason, compared=compared
+    )
 
 
 def _variable_gates(
@@ -150,18 +154,19 @@ def _variable_gates(
         first = assigned[0] if assigned else None
         if first is None:
             reason = f"compared on line {uses[0].line} but never assigned in this file"
-            unbound.append(_unbound(name, path, uses[0].line, "", reason))
+            unbound.append(_unbound(name, path, uses[0].line, "", reason, compared=True))
         elif len(assigned) > 1:
             lines = ", ".join(str(a.line) for a in assigned)
             reason = (
                 f"assigned {len(assigned)} times (lines {lines}): which value applies is unclear"
             )
-            unbound.append(_unbound(name, path, first.line, first.literal or first.value, reason))
+            literal = first.literal or first.value
+            unbound.append(_unbound(name, path, first.line, literal, reason, compared=True))
         elif first.literal is None:
             reason = (
                 f"compared on line {uses[0].line} but assigned {shown(first.value)}, not a number"
             )
-            unbound.append(_unbound(name, path, first.line, first.value, reason))
+            unbound.append(_unbound(name, path, first.line, first.value, reason, compared=True))
         else:
             literal = first.literal
             gates += [
