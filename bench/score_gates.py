@@ -1,6 +1,7 @@
-"""Recall, bound-or-hinted share and precision of gate discovery on the two corpora of
-``tests/fixtures/gates`` (``corpus``: shapes described to earlier rounds; ``holdout``: the
-flows of issue 28, written before the analysis that reads them).  Definitions in
+"""Recall, bound-or-hinted share and precision of gate discovery on the corpora of
+``tests/fixtures/gates`` (``corpus``: shapes described to earlier rounds; ``holdout``,
+``holdout2``, ``holdout3``: the flows of issue 28, written before, while and after the
+analysis that reads them was built: tests/fixtures/gates/README.md).  Definitions in
 ``tests/gate_scores.py``.  Run: ``.venv/bin/python bench/score_gates.py [-v]``.
 """
 
@@ -14,7 +15,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from tests.gate_scores import cases, score, write_history
 
-CORPORA = ("corpus", "holdout", "holdout2")
+CORPORA = ("corpus", "holdout", "holdout2", "holdout3")
 
 
 def main(verbose: bool) -> None:

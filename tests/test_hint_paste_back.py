@@ -173,7 +173,7 @@ def assert_binds(item: Hinted, tmp: Path, monkeypatch: pytest.MonkeyPatch) -> No
     assert (hint["file"], hint["line"], hint["literal"]) not in still, item.id
 
 
-@pytest.mark.parametrize("corpus", ["corpus", "holdout", "holdout2"])
+@pytest.mark.parametrize("corpus", ["corpus", "holdout", "holdout2", "holdout3"])
 def test_pasting_a_hints_config_lines_binds_it_on_the_gate_corpora(
     corpus: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
