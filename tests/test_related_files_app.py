@@ -64,3 +64,34 @@ def test_a_pull_changing_only_a_constants_module_is_reviewed(fake_github: FakeGi
     contents = [c.path for c in fake_github.calls if "/contents/" in c.path]
     assert any(p.endswith("/contents/evals/test_speech.py") for p in contents)
     assert not any(p.endswith("/contents/README.md") for p in contents)  # not a reader
+
+
+def test_related_files_of_a_pull_are_listed_and_read_once_per_ref(
+    fake_github: FakeGitHub,
+) -> None:
+    helper = "def expect_at_most(report, key, ceiling):\n    assert report[key] <= ceiling\n"
+    tests = {
+        f"evals/test_{name}.py": (
+            "from evals.checks import expect_at_most\n\n"
+            f"def test_{name}(report):\n"
+            f'    expect_at_most(report, "{name}_wer", {limit})\n'
+        )
+        for name, limit in (("clean", "0.083"), ("noisy", "0.17"), ("accented", "0.12"))
+    }
+    files = {".github/threshold-bot.yml": CONFIG, "evals/checks.py": helper, **tests}
+    repo = fake_github.add_repo(REPO, installation_id=INSTALLATION, files=files)
+    head = {path: text.replace("0.", "0.0") for path, text in tests.items()}  # all three change
+    repo.open_pr(6, head_files=head)
+    client = client_for(fake_github)
+    before = len(fake_github.requests(repo=REPO))
+
+    found = read_thresholds(client, REPO, client.pull(REPO, 6), max_bytes=2048)
+
+    changed = {(c.head.metric, c.head.literal) for c in found.changes}
+    assert changed == {("clean_wer", "0.0083"), ("noisy_wer", "0.017"), ("accented_wer", "0.012")}
+    calls = fake_github.requests(repo=REPO)[before:]
+    trees = [c for c in calls if "/git/trees/" in c.path]
+    helper_reads = [c for c in calls if c.path.endswith("/contents/evals/checks.py")]
+    # three files at two refs (head, base): one tree and one helper read per ref, not per file
+    assert len(trees) == 2
+    assert len(helper_reads) == 2

@@ -64,7 +64,7 @@ from bot.features.action import (
     history_files,
     review_gates,
 )
-from bot.features.related_files import Related, disk_related, github_related
+from bot.features.related_files import GitHubReads, Related, disk_related, github_related
 from bot.features.repo_files import repo_file_reader
 
 FAIL_ON = ("action_required", "neutral", "none")
@@ -280,7 +280,8 @@ def _run(
         if not versions and not changed:
             _unchanged(gh if post else None, repo, pull, len(paths))
             return False
-    versions = [_with_related(v, workspace, gh, repo, pull) for v in versions]
+    reads = GitHubReads(gh, repo, THRESHOLD_BYTES) if gh is not None else None
+    versions = [_with_related(v, workspace, reads, pull) for v in versions]
     found = find_changes(versions, repo_config, pin=override is None)
     if base is not None:
         changed += changed_histories(workspace, base, history_files(found, override))
@@ -322,16 +323,14 @@ def _run(
 
 
 def _with_related(
-    version: FileVersions, workspace: Path, gh: GitHubAPI | None, repo: str, pull: PullRef | None
+    version: FileVersions, workspace: Path, reads: GitHubReads | None, pull: PullRef | None
 ) -> FileVersions:
     """``version`` with its related files: the workspace's for the head, the base's through
     GitHub at the ref its base text was read at (``bot.features.related_files``)."""
     head = disk_related(version.path, version.head, workspace)
     base = Related()
-    if gh is not None and pull is not None and version.base is not None:
-        base = github_related(
-            gh, repo, pull.base_sha, version.path, version.base, max_bytes=THRESHOLD_BYTES
-        )
+    if reads is not None and pull is not None and version.base is not None:
+        base = github_related(reads, pull.base_sha, version.path, version.base)
     notes = head.notes()
     return replace(version, related=head.files, base_related=base.files, related_notes=notes)
 

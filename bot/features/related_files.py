@@ -225,41 +225,78 @@ def disk_related(path: str, text: str, base: Path | None = None) -> Related:
     return related_files(path, text, read, listdir)
 
 
+class GitHubReads:
+    """What one job reads through the contents API, shared by the related files of every
+    threshold file it reads: each ref's tree listed once, each file read once (texts kept up
+    to ``MAX_CACHED_BYTES`` in all; beyond that they are read again)."""
+
+    MAX_CACHED_BYTES = 16 << 20
+
+    def __init__(self, gh: GitHubAPI, repo: str, max_bytes: int = MAX_FILE_BYTES) -> None:
+        self.gh, self.repo, self.max_bytes = gh, repo, min(max_bytes, MAX_FILE_BYTES)
+        self.trees: dict[str, dict[str, set[str]] | Unreadable] = {}
+        self.texts: dict[tuple[str, str], str | Unreadable | None] = {}
+        self.cached = 0
+
+    def listdir(self, ref: str, directory: str) -> set[str]:
+        """The names in ``directory`` of the tree at ``ref``; ``Unreadable`` when the tree
+        cannot be listed."""
+        if ref not in self.trees:
+            try:
+                tree: dict[str, set[str]] = {}
+                for entry in self.gh.tree_paths(self.repo, ref):
+                    parent, _, name = entry.rpartition("/")
+                    tree.setdefault(parent, set()).add(name)
+                self.trees[ref] = tree
+            except GitHubError as exc:
+                self.trees[ref] = Unreadable(f"the tree at {ref[:12]} cannot be listed: {exc}")
+        found = self.trees[ref]
+        if isinstance(found, Unreadable):
+            raise found
+        return found.get(directory, set())
+
+    def read(self, ref: str, path: str) -> str | None:
+        """The text of ``path`` at ``ref`` (None: no such file); ``Unreadable`` on failure."""
+        key = (ref, path)
+        if key not in self.texts:
+            try:
+                found: str | Unreadable | None = self.gh.file_text(
+                    self.repo, path, ref, max_bytes=self.max_bytes
+                )
+            except GitHubError as exc:
+                found = Unreadable(str(exc))
+            size = len(found) if isinstance(found, str) else 0
+            if self.cached + size > self.MAX_CACHED_BYTES:
+                return _raised(found)
+            self.cached += size
+            self.texts[key] = found
+        return _raised(self.texts[key])
+
+
+def _raised(found: str | Unreadable | None) -> str | None:
+    if isinstance(found, Unreadable):
+        raise found
+    return found
+
+
 def github_related(
-    gh: GitHubAPI,
-    repo: str,
+    reads: GitHubReads,
     ref: str,
     path: str,
     text: str,
     *,
-    max_bytes: int = MAX_FILE_BYTES,
     check: Callable[[str], None] | None = None,
 ) -> Related:
-    """The related files of ``path`` in ``repo`` at ``ref`` (the ref its text was read at),
-    through the contents API: the tree is listed once (only when a path is wanted), each
-    file read with ``max_bytes`` at most; a GitHub failure skips the file (counted)."""
-    tree: dict[str, set[str]] | None = None
-
-    def listdir(directory: str) -> set[str]:
-        nonlocal tree
-        if tree is None:
-            tree = {}
-            try:
-                paths = gh.tree_paths(repo, ref)
-            except GitHubError as exc:
-                raise Unreadable(f"the tree at {ref[:12]} cannot be listed: {exc}") from exc
-            for entry in paths:
-                parent, _, name = entry.rpartition("/")
-                tree.setdefault(parent, set()).add(name)
-        return tree.get(directory, set())
-
-    def read(relative: str) -> str | None:
-        try:
-            return gh.file_text(repo, relative, ref, max_bytes=min(max_bytes, MAX_FILE_BYTES))
-        except GitHubError as exc:
-            raise Unreadable(str(exc)) from exc
-
-    return related_files(path, text, read, listdir, check=check)
+    """The related files of ``path`` at ``ref`` (the ref its text was read at), through the
+    job's ``reads`` (the tree listed only when a path is wanted); a GitHub failure skips the
+    file (counted)."""
+    return related_files(
+        path,
+        text,
+        lambda relative: reads.read(ref, relative),
+        lambda directory: reads.listdir(ref, directory),
+        check=check,
+    )
 
 
 def with_notes(found: ThresholdFile | None, related: Related) -> ThresholdFile | None:

@@ -30,7 +30,7 @@ from bot.core.globs import glob_match
 from bot.core.models import ThresholdFile
 from bot.core.thresholds.discover import find_gates, is_candidate, is_named
 from bot.core.thresholds.errors import ThresholdFileError
-from bot.features.related_files import github_related, with_notes
+from bot.features.related_files import GitHubReads, github_related, with_notes
 from bot.features.repo_config import config_at
 from bot.features.review.pull import PARSE_FAILURES
 
@@ -106,9 +106,8 @@ def read_file(
     if text is None:
         return replace(branch, read=read), 0
     size = len(text.encode())
-    related = github_related(
-        gh, branch.repo, branch.sha, path, text, max_bytes=max_bytes, check=deadline.check
-    )
+    reads = GitHubReads(gh, branch.repo, max_bytes)
+    related = github_related(reads, branch.sha, path, text, check=deadline.check)
     size += sum(len(t.encode()) for t in related.files.values())
     try:
         found = with_notes(find_gates(path, text, branch.config, related=related.files), related)

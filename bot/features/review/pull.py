@@ -81,7 +81,7 @@ from bot.core.thresholds.pinning import (
     mark_proposals,
     pin_sources,
 )
-from bot.features.related_files import github_related, with_notes
+from bot.features.related_files import GitHubReads, github_related, with_notes
 from bot.features.repo_config import config_at
 from bot.features.repo_files import repo_file_reader
 from bot.features.review.approval import (
@@ -158,6 +158,7 @@ def read_thresholds(
     errors: list[str] = []
     notes = list(warnings)
     touched: set[str] = set()
+    reads = GitHubReads(gh, repo, max_bytes)  # related files: each tree and file read once
     for changed in gh.pull_files(repo, pull.number):
         touched.update(p for p in (changed.path, changed.previous_path) if p)
         if changed.status == "removed" or not is_candidate(changed.path, config):
@@ -172,13 +173,7 @@ def read_thresholds(
             continue
         named = is_named(changed.path, config)
         related = github_related(
-            gh,
-            repo,
-            pull.head_sha,
-            changed.path,
-            head_text,
-            max_bytes=max_bytes,
-            check=deadline.check,
+            reads, pull.head_sha, changed.path, head_text, check=deadline.check
         )
         try:
             head = with_notes(
@@ -193,7 +188,7 @@ def read_thresholds(
             continue
         if head is None or not (head.gates or head.unbound):
             continue
-        base = _base_file(gh, repo, changed, base_sha, config, notes, max_bytes)
+        base = _base_file(gh, reads, changed, base_sha, config, notes, max_bytes)
         diff = diff_gates(base, head)
         if not named and not any(c.changed for c in diff) and not removed_gates(base, head):
             continue
@@ -221,7 +216,7 @@ def read_thresholds(
 
 def _base_file(
     gh: GitHubAPI,
-    repo: str,
+    reads: GitHubReads,
     changed: ChangedFile,
     base_sha: str,
     config: RepoConfig,
@@ -233,7 +228,7 @@ def _base_file(
         text = (
             None
             if changed.status == "added"
-            else gh.file_text(repo, path, base_sha, max_bytes=max_bytes)
+            else gh.file_text(reads.repo, path, base_sha, max_bytes=max_bytes)
         )
     except GitHubPermanentError as exc:
         reason = _reason(exc, max_bytes)
@@ -241,9 +236,7 @@ def _base_file(
         return None
     if text is None:
         return None
-    related = github_related(
-        gh, repo, base_sha, path, text, max_bytes=max_bytes, check=deadline.check
-    )
+    related = github_related(reads, base_sha, path, text, check=deadline.check)
     try:
         return find_gates(path, text, config, related=related.files)
     except ThresholdFileError as exc:
