@@ -224,6 +224,9 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[World]:
             app_id=github.app_id,
             private_key=github.private_key,
             github_api_url=github.base_url,
+            # the drift watch's first round reads W&B too: off, so each test counts the
+            # requests of its own review (tests/test_drift_*.py test the watch)
+            drift_watch=False,
         )
         assert settings.wandb_base_url == wandb_url and settings.wandb_entity == ENTITY
         runtime = build(settings, github=client_factory(settings))  # history: production path

@@ -154,19 +154,20 @@ def _variable_gates(
         first = assigned[0] if assigned else None
         if first is None:
             reason = f"compared on line {uses[0].line} but never assigned in this file"
-            unbound.append(_unbound(name, path, uses[0].line, "", reason, compared=True))
+            unbound.append(_unbound(name, path, uses[0].line, "", reason))
         elif len(assigned) > 1:
             lines = ", ".join(str(a.line) for a in assigned)
             reason = (
                 f"assigned {len(assigned)} times (lines {lines}): which value applies is unclear"
             )
+            numeric = first.literal is not None  # a number reaching a comparison
             literal = first.literal or first.value
-            unbound.append(_unbound(name, path, first.line, literal, reason, compared=True))
+            unbound.append(_unbound(name, path, first.line, literal, reason, compared=numeric))
         elif first.literal is None:
             reason = (
                 f"compared on line {uses[0].line} but assigned {shown(first.value)}, not a number"
             )
-            unbound.append(_unbound(name, path, first.line, first.value, reason, compared=True))
+            unbound.append(_unbound(name, path, first.line, first.value, reason))
         else:
             literal = first.literal
             gates += [
