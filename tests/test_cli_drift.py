@@ -162,6 +162,21 @@ def test_a_flaky_gate_alone_exits_0(tmp_path: Path) -> None:
     assert markdown.exit_code == 0 and "#### Flaky, not rebaselined" in markdown.stdout
 
 
+def test_a_file_with_only_hints_says_there_is_nothing_to_watch(tmp_path: Path) -> None:
+    write_history(tmp_path / "runs.jsonl", values_with_step())
+    script = tmp_path / "nightly.sh"
+    # assigned twice: the number reaches the comparison but no gate can be bound
+    script.write_text(
+        "#!/bin/bash\nACC_MIN=0.75\n[ -n \"$FAST\" ] && ACC_MIN=0.7\n"
+        'python check.py --asserts "eval/acc >= $ACC_MIN"\n'
+    )
+    result = run("--history", tmp_path / "runs.jsonl", "--file", script, "--format", "json")
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.stdout)["files"][0]["gates"] == []
+    assert "no gate bound, nothing to watch" in result.stderr
+    assert "ACC_MIN = 0.75: assigned 2 times" in result.stderr
+
+
 def test_the_configs_drift_settings_apply_and_their_problems_show(
     stepped: tuple[Path, Path, list[float]], tmp_path: Path
 ) -> None:

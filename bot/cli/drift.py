@@ -23,8 +23,9 @@ import typer
 from bot.cli.errors import UsageProblem, fail
 from bot.cli.options import ConfigOption, HistoryOption, WandbOption
 from bot.cli.output import write_output, write_table
-from bot.cli.review import SEVERITY, FailOn, read_config, review_history
+from bot.cli.review import SEVERITY, FailOn, nothing_bound, read_config, review_history
 from bot.core.analysis.drift import drift_report
+from bot.core.models import ThresholdFile
 from bot.core.render.drift import drift_json, item_body
 from bot.core.render.drift_terminal import drift_table
 from bot.core.render.review import cli_wording, rebaseline_options
@@ -69,6 +70,9 @@ def drift_command(
         review = review_history(history, wandb, file, None, repo_config, rule)
         if review.error:  # an outage: no gate could be checked, which is no "no drift"
             fail(f"the run history could not be read: {cli_wording(review.error)}", 1)
+        if not review.gates and review.hints:  # said, as backtest and rebaseline say it
+            found = ThresholdFile(path=file.as_posix(), unbound=tuple(review.hints))
+            print(nothing_bound(found, "nothing to watch"), file=sys.stderr)
         report = drift_report(file.as_posix(), review, settings)
         fmt = output_format or (
             DriftFormat.table if output is None and sys.stdout.isatty() else DriftFormat.markdown
