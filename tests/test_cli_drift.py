@@ -167,7 +167,7 @@ def test_a_file_with_only_hints_says_there_is_nothing_to_watch(tmp_path: Path) -
     script = tmp_path / "nightly.sh"
     # assigned twice: the number reaches the comparison but no gate can be bound
     script.write_text(
-        "#!/bin/bash\nACC_MIN=0.75\n[ -n \"$FAST\" ] && ACC_MIN=0.7\n"
+        '#!/bin/bash\nACC_MIN=0.75\n[ -n "$FAST" ] && ACC_MIN=0.7\n'
         'python check.py --asserts "eval/acc >= $ACC_MIN"\n'
     )
     result = run("--history", tmp_path / "runs.jsonl", "--file", script, "--format", "json")
