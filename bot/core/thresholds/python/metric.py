@@ -107,6 +107,7 @@ class Metrics:
 
     def __init__(self, resolver: Resolver) -> None:
         self.resolver = resolver
+        self.keyed_calls: dict[str, bool] = {}  # called with several names (``_named_call``)
 
     def of(self, node: ast.expr, at: At, depth: int = 0) -> Metric | None:
         """The metric ``node`` reads, or None when it is no metric (a literal, ``len(x)``)."""
@@ -225,9 +226,11 @@ class Metrics:
         if name is None or not isinstance(node, ast.Call):
             return None
         called = dotted(node.func)
-        sites = self.resolver.module.calls.get(called.rsplit(".", 1)[-1], [])
-        names = {_one_name(c) for c, _ in sites if dotted(c.func) == called}
-        return name if len(names - {None}) > 1 else None
+        if called not in self.keyed_calls:  # the module's call sites are read once per name
+            sites = self.resolver.module.calls.get(called.rsplit(".", 1)[-1], [])
+            names = {_one_name(c) for c, _ in sites if dotted(c.func) == called}
+            self.keyed_calls[called] = len(names - {None}) > 1
+        return name if self.keyed_calls[called] else None
 
     def _call(self, node: ast.Call, at: At, depth: int) -> Metric | None:
         name = dotted(node.func)
