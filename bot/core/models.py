@@ -122,9 +122,24 @@ class History(Frozen):
 class SourceSpec(Frozen):
     """Where a gate's run history comes from (repository config or shell-script default)."""
 
-    kind: Literal["file", "wandb", "mlflow"] = "wandb"
+    kind: Literal["file", "wandb", "mlflow", "actions"] = "wandb"
     # file source: a history file path, relative to the repository root
     path: str | None = None
+    # actions source (issue 29): the nightly's own GitHub Actions artifacts.  One workflow
+    # run = one history run.  ``repo``: OWNER/NAME (default: the repository reviewed);
+    # ``workflow``: its file name or id; ``branch``: default the default branch; ``events``:
+    # the triggers whose runs count; ``artifact``: a name or glob; ``file``: a path or glob
+    # inside it; ``format``: auto (by name / content), json, jsonl, csv, lm-eval,
+    # tensorboard, pytest-benchmark.  Metrics: ``summary_keys`` (metric -> key path).
+    repo: str | None = None
+    workflow: str | None = None
+    branch: str | None = None
+    events: tuple[str, ...] = ("schedule", "push", "workflow_dispatch")
+    artifact: str | None = None
+    file: str | None = None
+    format: Literal[
+        "auto", "json", "jsonl", "csv", "lm-eval", "tensorboard", "pytest-benchmark"
+    ] = "auto"
     # wandb source
     entity: str | None = None
     project: str | None = None
@@ -154,6 +169,9 @@ class SourceSpec(Frozen):
             return f"file:{self.path}"
         if self.kind == "mlflow":
             return f"mlflow:{self.experiment}"
+        if self.kind == "actions":
+            where = f"{self.repo}/" if self.repo else ""
+            return f"actions:{where}{self.workflow}:{self.artifact}"
         return f"wandb:{self.entity + '/' if self.entity else ''}{self.project}"
 
 
@@ -167,7 +185,7 @@ class DeclaredSource(Frozen):
 
     model_config = ConfigDict(frozen=True, extra="forbid", serialize_by_alias=True)
 
-    kind: Literal["file", "wandb", "mlflow"]
+    kind: Literal["file", "wandb", "mlflow", "actions"]
     entity: str | None = None
     project: str | None = None
     path: str | None = None
