@@ -7,9 +7,9 @@ W&B client: ``APP_ID``, ``PRIVATE_KEY`` / ``PRIVATE_KEY_PATH``, ``WEBHOOK_SECRET
 ``PORT`` where ``serve`` listens.
 Operational extras: ``WORKERS``, ``MAX_BODY_BYTES``, ``BOT_LOGIN``, ``MAX_ATTEMPTS``,
 ``RETRY_BASE_SECONDS``, ``RETRY_MAX_SECONDS``, ``LEASE_SECONDS``, ``QUEUE_PATH``,
-``EXTRA_HANDLERS``, ``LOG_LEVEL`` and ``MAX_FILE_BYTES``; failed webhook deliveries asked
-for again: ``REDELIVERY_SECONDS`` and ``REDELIVERY_WINDOW_HOURS``.  Trust boundaries
-(docs/security.md): ``MAX_THRESHOLD_FILE_BYTES``, ``JOB_TIMEOUT_SECONDS``,
+``EXTRA_HANDLERS``, ``LOG_LEVEL``, ``MAX_FILE_BYTES`` and ``MAX_ARTIFACT_BYTES``; failed
+webhook deliveries asked for again: ``REDELIVERY_SECONDS`` and ``REDELIVERY_WINDOW_HOURS``.
+Trust boundaries (docs/security.md): ``MAX_THRESHOLD_FILE_BYTES``, ``JOB_TIMEOUT_SECONDS``,
 ``WANDB_ENTITIES``, ``MLFLOW_TRACKING_URI`` / ``MLFLOW_TRACKING_TOKEN`` /
 ``MLFLOW_ALLOWED_URIS``, ``MAX_UNVERIFIED_BYTES`` (with ``UNVERIFIED_SMALL_SHARE``,
 ``UNVERIFIED_SMALL_BODY_BYTES``, ``UNVERIFIED_PEER_SHARE``, ``BODY_MIN_BYTES_PER_SECOND`` and
@@ -48,6 +48,7 @@ Role = Literal["serve", "worker", "any"]
 DEFAULT_MAX_BODY = 25 * 1024 * 1024  # GitHub caps webhook payloads at 25 MB
 DEFAULT_MAX_FILE_BYTES = 50 * 1024 * 1024  # the largest file read from a repository
 GITHUB_MAX_FILE_BYTES = 100 * 1024 * 1024  # GitHub's blob API serves files up to 100 MB
+DEFAULT_MAX_ARTIFACT_BYTES = 50 * 1024 * 1024  # the largest Actions artifact zip downloaded
 DEFAULT_THRESHOLD_FILE_BYTES = 1024 * 1024  # threshold files and the repository config
 LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
 
@@ -91,6 +92,8 @@ class Settings(BaseSettings):
     log_repeat_seconds: float = Field(default=60.0, ge=0)
     log_repeat_burst: int = Field(default=3, ge=1, le=1000)
     max_file_bytes: int = Field(default=DEFAULT_MAX_FILE_BYTES, ge=1, le=GITHUB_MAX_FILE_BYTES)
+    # the largest Actions artifact (its zip, as downloaded into memory) an actions source reads
+    max_artifact_bytes: int = Field(default=DEFAULT_MAX_ARTIFACT_BYTES, ge=1, le=1024**3)
     # failed webhook deliveries asked for again (bot.features.redelivery): how often one
     # process looks (0: never), and how far back (GitHub redelivers the past 3 days only)
     redelivery_seconds: float = Field(default=60.0, ge=0)

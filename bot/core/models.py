@@ -96,6 +96,9 @@ class HistoryStats(Frozen):
     skipped_lines: int = 0
     flattened_values: int = 0  # numbers read from nested objects, as ``a/b`` keys
     numeric_strings: int = 0  # numbers written as text, read as numbers
+    # runs left out because what they left could not be read (an actions source's expired
+    # or malformed artifact...): reason -> how many
+    skipped_runs: dict[str, int] = Field(default_factory=dict)
 
 
 class History(Frozen):

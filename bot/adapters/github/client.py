@@ -30,6 +30,7 @@ from github.IssueComment import IssueComment
 from github.PaginatedList import PaginatedList
 from github.PullRequest import ReviewComment as GithubReviewComment
 
+from bot.adapters.github.actions import ActionsMixin
 from bot.adapters.github.api import (
     CHECK_NAME,
     MAX_OUTPUT_CHARS,
@@ -66,7 +67,7 @@ from bot.core.permissions import effective_level
 OBJECT_MEDIA_TYPE = "application/vnd.github.object+json"  # a file's size, and content to 1 MB
 
 
-class GitHubClient(ItemsMixin, ReposMixin):
+class GitHubClient(ActionsMixin, ItemsMixin, ReposMixin):
     """``GitHubAPI`` over PyGithub, for one installation (``repo`` is ``owner/name``)."""
 
     def __init__(

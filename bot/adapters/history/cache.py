@@ -136,7 +136,8 @@ class CachedSource:
         spec = self.resolve(spec)
         with self.sessions() as session:
             runs = store.load_runs(session, store.source_key(spec))
-        return make_history((r for r in runs if r.run.state in spec.states), spec.describe())
+        served = (r for r in runs if r.skipped or r.run.state in spec.states)
+        return make_history(served, spec.describe())
 
     def sync(
         self, spec: SourceSpec, *, full: bool = False, progress: Progress | None = None

@@ -92,11 +92,16 @@ def _naive(value: datetime) -> datetime:
     return as_utc(value).replace(tzinfo=None)
 
 
+SKIPPED = "skipped"  # the state column of a run kept only as a counted skip (its reason: tags)
+
+
 def _values(item: SourceRun) -> dict[str, Any]:
     run = item.run
+    if item.skipped:  # remembered so it is neither read again nor forgotten in the counts
+        run = run.model_copy(update={"tags": (item.skipped,), "summary": {}})
     return {
         "created_at": _naive(run.created_at),
-        "state": run.state,
+        "state": SKIPPED if item.skipped else run.state,
         "name": None if run.name is None else clean(run.name, 500),  # as the columns keep them
         "commit": None if run.commit is None else clean(run.commit, 64),
         "tags": list(run.tags),
@@ -200,13 +205,14 @@ def load_runs(session: Session, key: str) -> list[SourceRun]:
                 id=run_id,
                 created_at=created_at.replace(tzinfo=UTC),
                 name=name,
-                state=cast(RunState, state),
+                state=cast(RunState, "crashed" if state == SKIPPED else state),
                 commit=commit,
                 tags=tuple(tags),
                 summary=summary,
             ),
             non_numeric,
             non_finite,
+            skipped=(tags[0] if tags else "unreadable") if state == SKIPPED else "",
         )
         for run_id, created_at, state, name, commit, tags, summary, non_numeric, non_finite in (
             session.execute(query)

@@ -29,6 +29,7 @@ class SourceRun(NamedTuple):
     flattened: int = 0
     numeric_strings: int = 0
     not_numbers: tuple[str, ...] = ()  # the summary keys of the values set aside
+    skipped: str = ""  # why the run is left out of the history, counted (empty: it is not)
 
 
 class RunFetcher(Protocol):
@@ -151,8 +152,13 @@ def _number(value: Any) -> float | None:
 
 def make_history(runs: Iterable[SourceRun], source: str, *, duplicates: int = 0) -> History:
     """Sort runs by ``created_at`` (ties by id) and count states and dropped values (per
-    summary key for the finished runs: ``History.not_numbers``)."""
-    ordered = sorted(runs, key=lambda r: (r.run.created_at, r.run.id))
+    summary key for the finished runs: ``History.not_numbers``); runs with a ``skipped``
+    reason are left out and counted per reason."""
+    every = list(runs)
+    skipped = Counter(r.skipped for r in every if r.skipped)
+    ordered = sorted(
+        (r for r in every if not r.skipped), key=lambda r: (r.run.created_at, r.run.id)
+    )
     states = Counter(r.run.state for r in ordered)
     stats = HistoryStats(
         total=len(ordered),
@@ -163,6 +169,7 @@ def make_history(runs: Iterable[SourceRun], source: str, *, duplicates: int = 0)
         duplicate_ids=duplicates,
         flattened_values=sum(r.flattened for r in ordered),
         numeric_strings=sum(r.numeric_strings for r in ordered),
+        skipped_runs=dict(sorted(skipped.items())),
     )
     not_numbers = Counter(
         key for r in ordered if r.run.state == "finished" for key in r.not_numbers

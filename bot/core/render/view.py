@@ -528,6 +528,9 @@ def history_phrase(review: Review) -> str:
     notes = [plural(n, word) for n, word in ignored if n]
     if notes:
         text += f"; ignored {', '.join(notes)}"
+    if stats.skipped_runs:
+        reasons = ", ".join(f"{n} {why}" for why, n in sorted(stats.skipped_runs.items()))
+        text += f"; skipped {plural(sum(stats.skipped_runs.values()), 'run')} ({reasons})"
     return text
 
 

@@ -1,0 +1,211 @@
+"""The ``actions`` history source: PyGithub against the fake GitHub's Actions endpoints,
+through the run cache in the real store.
+
+Each nightly run uploads a zip (built here) holding a results JSON; PR runs upload a
+poisoned artifact of the same name, which must never enter the history.  Every test ends
+with ``fake.check()`` (responses checked against GitHub's OpenAPI description).
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import zipfile
+from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
+
+import pytest
+from sqlalchemy.orm import Session, sessionmaker
+
+from bot.adapters.github.client import GitHubClient
+from bot.adapters.history.actions_source import ActionsSource
+from bot.adapters.history.cache import CachedSource
+from bot.adapters.store.db import init_db, make_engine
+from bot.core.models import History, Review, SourceSpec
+from bot.core.render.view import history_phrase
+from tests.fakes.github_api import FakeGitHub
+from tests.fakes.github_routes import BLOB_PREFIX
+from tests.fakes.github_state import Repo, Workflow
+
+pytestmark = pytest.mark.servers
+
+REPO = "octo/ml"
+INSTALLATION = 7
+ARTIFACT = "nightly-results"
+SPEC = SourceSpec(kind="actions", repo=REPO, workflow="nightly.yml", artifact=ARTIFACT)
+START = datetime(2026, 1, 1, 3, tzinfo=UTC)
+MAX_BYTES = 1 << 20
+POISON = 0.0  # the accuracy every poisoned artifact claims
+
+
+def archive(accuracy: float, name: str = "results.json") -> bytes:
+    """A zip like actions/upload-artifact's, holding one results JSON."""
+    out = io.BytesIO()
+    with zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as zf:
+        zf.writestr(name, json.dumps({"accuracy": accuracy, "loss": 1 - accuracy}))
+    return out.getvalue()
+
+
+def accuracy(i: int) -> float:
+    return round(0.80 + 0.001 * (i % 7), 4)
+
+
+@pytest.fixture
+def fake() -> Iterator[FakeGitHub]:
+    with FakeGitHub() as server:
+        yield server
+        server.check()
+
+
+@pytest.fixture
+def repo(fake: FakeGitHub) -> Repo:
+    return fake.add_repo(REPO, installation_id=INSTALLATION, files={"README.md": "# ml\n"})
+
+
+@pytest.fixture
+def nightly(repo: Repo) -> Workflow:
+    return repo.add_workflow("nightly.yml")
+
+
+@pytest.fixture
+def sessions(database_url: str) -> Iterator[sessionmaker[Session]]:
+    engine = make_engine(database_url)
+    yield init_db(engine)
+    engine.dispose()
+
+
+def add_nightlies(repo: Repo, workflow: Workflow, n: int, start: int = 0) -> None:
+    for i in range(start, start + n):
+        run = repo.add_workflow_run(workflow, created_at=START + timedelta(days=i))
+        repo.add_artifact(run, ARTIFACT, archive(accuracy(i)))
+
+
+def source(fake: FakeGitHub, sessions: sessionmaker[Session]) -> CachedSource:
+    client: GitHubClient = fake.github_app().installation(INSTALLATION)
+    return CachedSource(sessions, ActionsSource(client, MAX_BYTES))
+
+
+def api_calls(fake: FakeGitHub) -> int:
+    """GitHub API requests (the artifact storage host's downloads are not GitHub's API)."""
+    return sum(1 for c in fake.requests(repo=REPO) if not c.path.startswith(BLOB_PREFIX))
+
+
+def accuracies(history: History) -> list[float]:
+    return [r.summary["accuracy"] for r in history.runs]
+
+
+def test_nightly_runs_become_the_history_and_a_warm_read_costs_at_most_two_requests(
+    fake: FakeGitHub, repo: Repo, nightly: Workflow, sessions: sessionmaker[Session]
+) -> None:
+    add_nightlies(repo, nightly, 130)  # two pages of runs and of artifacts
+    cache = source(fake, sessions)
+
+    before = api_calls(fake)
+    history = cache.fetch(SPEC)
+    cold = api_calls(fake) - before
+
+    assert accuracies(history) == [accuracy(i) for i in range(130)]
+    assert history.runs[0].commit == repo.branches[repo.default_branch]
+    assert cold <= 1.1 * 130, cold
+    assert len(fake.requests("GET", path=None)) >= 130  # every archive was downloaded once
+
+    before = api_calls(fake)
+    again = cache.fetch(SPEC)
+    assert api_calls(fake) - before <= 2
+    assert again.runs == history.runs
+
+    add_nightlies(repo, nightly, 1, start=130)
+    assert accuracies(cache.fetch(SPEC))[-1] == accuracy(130)
+
+
+def test_expired_artifacts_leave_the_cached_history_intact(
+    fake: FakeGitHub, repo: Repo, nightly: Workflow, sessions: sessionmaker[Session]
+) -> None:
+    add_nightlies(repo, nightly, 5)
+    cache = source(fake, sessions)
+    assert len(cache.fetch(SPEC).runs) == 5
+    for item in repo.artifacts.values():  # past their retention: the cache is the only copy
+        item.expired = True
+    add_nightlies(repo, nightly, 1, start=5)
+    history = cache.fetch(SPEC)
+    assert accuracies(history) == [accuracy(i) for i in range(6)]
+
+
+@pytest.mark.parametrize(
+    ("event", "branch", "fork", "spec"),
+    [
+        # the branch filter alone: a push to another branch of the repository itself
+        ("push", "feature", False, SPEC),
+        # the event filter alone: a same-repository PR whose head branch is named as the default
+        ("pull_request", "main", False, SPEC),
+        # the head repository filter alone: a fork's PR from its own `main`, with an events
+        # list that admits pull_request
+        (
+            "pull_request",
+            "main",
+            True,
+            SPEC.model_copy(update={"events": ("schedule", "pull_request")}),
+        ),
+    ],
+    ids=["branch", "event", "head-repository"],
+)
+def test_a_poisoned_artifact_from_another_branch_event_or_repository_never_counts(
+    fake: FakeGitHub,
+    repo: Repo,
+    nightly: Workflow,
+    sessions: sessionmaker[Session],
+    event: str,
+    branch: str,
+    fork: bool,
+    spec: SourceSpec,
+) -> None:
+    add_nightlies(repo, nightly, 3)
+    head = repo.fork("mallory") if fork else repo
+    if branch not in head.branches:
+        head.branches[branch] = head.branches[head.default_branch]
+    poisoned = repo.add_workflow_run(
+        nightly, event=event, branch=branch, head_repo=head, created_at=START + timedelta(days=9)
+    )
+    repo.add_artifact(poisoned, ARTIFACT, archive(POISON))
+
+    history = source(fake, sessions).fetch(spec)
+
+    assert accuracies(history) == [accuracy(i) for i in range(3)]
+    assert str(poisoned.id) not in {r.id for r in history.runs}
+
+
+def test_unreadable_artifacts_are_skipped_with_named_counted_reasons(
+    fake: FakeGitHub, repo: Repo, nightly: Workflow, sessions: sessionmaker[Session]
+) -> None:
+    add_nightlies(repo, nightly, 2)
+    day = iter(range(10, 20))
+
+    def run_with(data: bytes, **kwargs: object) -> None:
+        run = repo.add_workflow_run(nightly, created_at=START + timedelta(days=next(day)))
+        repo.add_artifact(run, ARTIFACT, data, **kwargs)  # type: ignore[arg-type]
+
+    run_with(archive(0.9), expired=True)  # listed as expired
+    run_with(b"x" * (MAX_BYTES + 1))  # over MAX_ARTIFACT_BYTES, as listed
+    run_with(b"y" * (MAX_BYTES + 1), size_in_bytes=10)  # listed small, streamed over the cap
+    run_with(archive(0.9, name="other.txt"))  # no results JSON in it
+    run_with(b"not a zip")
+    repo.add_workflow_run(nightly, created_at=START + timedelta(days=next(day)))  # no artifact
+
+    history = source(fake, sessions).fetch(SPEC)
+
+    assert accuracies(history) == [accuracy(0), accuracy(1)]
+    assert history.stats.skipped_runs == {
+        "expired": 1,
+        "too large": 2,
+        "missing file": 1,
+        "malformed file": 1,
+        "no artifact": 1,
+    }
+    assert (
+        "skipped 6 runs (1 expired, 1 malformed file, 1 missing file, 1 no artifact, 2 too large)"
+        in (history_phrase_of(history))
+    )
+
+
+def history_phrase_of(history: History) -> str:
+    return history_phrase(Review(conclusion="success", history=history.stats))
