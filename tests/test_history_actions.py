@@ -13,14 +13,18 @@ import json
 import zipfile
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 
 import pytest
 from sqlalchemy.orm import Session, sessionmaker
+from typer.testing import CliRunner
 
 from bot.adapters.github.client import GitHubClient
 from bot.adapters.history.actions_source import ActionsSource
 from bot.adapters.history.cache import CachedSource
 from bot.adapters.store.db import init_db, make_engine
+from bot.cli.main import app
+from bot.core.history.formats import parse_history
 from bot.core.models import History, Review, SourceSpec
 from bot.core.render.view import history_phrase
 from tests.fakes.github_api import FakeGitHub
@@ -209,3 +213,59 @@ def test_unreadable_artifacts_are_skipped_with_named_counted_reasons(
 
 def history_phrase_of(history: History) -> str:
     return history_phrase(Review(conclusion="success", history=history.stats))
+
+
+# --------------------------------------------------------------------------- the command line
+
+
+@pytest.fixture
+def cli_env(fake: FakeGitHub, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """The command line's environment: a token of the installation, the fake as GitHub."""
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("GITHUB_TOKEN", fake.integration().get_access_token(INSTALLATION).token)
+    monkeypatch.setenv("GITHUB_API_URL", fake.base_url)
+    monkeypatch.delenv("GITHUB_REPOSITORY", raising=False)
+
+
+def test_export_writes_the_default_branch_runs_and_counts_the_skipped(
+    fake: FakeGitHub, repo: Repo, nightly: Workflow, cli_env: None
+) -> None:
+    add_nightlies(repo, nightly, 4)
+    pr = repo.add_workflow_run(
+        nightly, event="pull_request", branch="main", created_at=START + timedelta(days=8)
+    )
+    repo.add_artifact(pr, ARTIFACT, archive(POISON))
+    expired = repo.add_workflow_run(nightly, created_at=START + timedelta(days=9))
+    repo.add_artifact(expired, ARTIFACT, archive(0.9), expired=True)
+
+    result = CliRunner().invoke(
+        app,
+        [
+            "export",
+            "--actions",
+            REPO,
+            "--workflow",
+            "nightly.yml",
+            "--artifact",
+            ARTIFACT,
+            "--file",
+            "results.json",
+        ],
+    )
+
+    assert result.exit_code == 0, result.output
+    history = parse_history(result.stdout, "out.jsonl")
+    assert accuracies(history) == [accuracy(i) for i in range(4)]
+    assert "exported 4 runs (4 finished); skipped 1 unreadable (1 expired)" in result.stderr
+
+
+def test_export_without_a_token_is_a_usage_problem(
+    fake: FakeGitHub, repo: Repo, cli_env: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("GITHUB_TOKEN")
+    result = CliRunner().invoke(
+        app, ["export", "--actions", REPO, "--workflow", "nightly.yml", "--artifact", ARTIFACT]
+    )
+    assert result.exit_code == 2
+    assert "GITHUB_TOKEN is not set" in result.stderr
+    assert fake.requests(repo=REPO) == []

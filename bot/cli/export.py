@@ -1,4 +1,9 @@
-"""``threshold-bot export``: a W&B project's or MLflow experiment's runs as a history file.
+"""``threshold-bot export``: a W&B project's, an MLflow experiment's or a GitHub workflow's
+runs as a history file.
+
+``--actions OWNER/REPO --workflow FILE --artifact NAME [--file PATH]`` reads the workflow's
+runs on the default branch and each run's artifact (``GITHUB_TOKEN``; it needs ``actions:
+read``); runs whose artifact cannot be read are left out, counted on stderr by reason.
 
 Writes every run of the source (all states) in the JSON Lines form of
 docs/history-format.md, which ``review --history`` and a ``kind: file`` source read.  The
@@ -17,12 +22,13 @@ import sys
 import tempfile
 from datetime import datetime
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, NamedTuple
 
 import typer
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
+from bot.adapters.history.actions_source import ActionsSource
 from bot.adapters.history.files import read_history
 from bot.adapters.history.mlflow_source import MlflowSource
 from bot.adapters.history.wandb_source import WandbSource
@@ -42,7 +48,7 @@ from bot.core.history.sources import (
 )
 from bot.core.models import History, SourceSpec, as_utc
 
-Source = WandbSource | MlflowSource
+Source = WandbSource | MlflowSource | ActionsSource
 # failures no retry mends: exit 2, like a missing key
 _NOT_AN_OUTAGE = ("rejected the API key", "access denied")
 
@@ -56,6 +62,15 @@ def _since(text: str | None) -> datetime | None:
         raise UsageProblem(f"--since {text!r}: expected a date, YYYY-MM-DD") from None
 
 
+class Actions(NamedTuple):
+    """``--actions OWNER/REPO`` and the options naming its workflow, artifact and file."""
+
+    repo: str | None
+    workflow: str | None
+    artifact: str | None
+    file: str | None
+
+
 def _target(
     wandb: str | None,
     mlflow: str | None,
@@ -63,11 +78,20 @@ def _target(
     config: Path | None,
     since: datetime | None,
     series: list[str],
+    actions: Actions = Actions(None, None, None, None),
 ) -> tuple[SourceSpec, Source]:
     """The spec to read (the config's default source's filters and summary keys, the
-    project or experiment named here) and the source reading it."""
-    if (wandb is None) == (mlflow is None):
-        raise UsageProblem("give exactly one of --wandb ENTITY/PROJECT and --mlflow EXPERIMENT")
+    project, experiment or workflow named here) and the source reading it."""
+    named = [x for x in (wandb, mlflow, actions.repo) if x is not None]
+    if len(named) != 1:
+        raise UsageProblem(
+            "give exactly one of --wandb ENTITY/PROJECT, --mlflow EXPERIMENT and "
+            "--actions OWNER/REPO"
+        )
+    if actions.repo is None and (actions.workflow or actions.artifact or actions.file):
+        raise UsageProblem("--workflow, --artifact and --file go with --actions OWNER/REPO")
+    if actions.repo is not None:
+        return _actions_target(actions, config, since, series)
     base = read_config(config).source(None) or SourceSpec()
     histories = LocalHistories(Path.cwd())
     settings = histories.settings()
@@ -89,6 +113,35 @@ def _target(
         histories = LocalHistories(Path.cwd(), settings=_with_uri(settings, tracking_uri))
     spec = base.model_copy(update=update)
     return spec, histories.remote(spec)
+
+
+def _actions_target(
+    actions: Actions, config: Path | None, since: datetime | None, series: list[str]
+) -> tuple[SourceSpec, Source]:
+    if repo_problem(actions.repo or ""):
+        raise UsageProblem(f"--actions {actions.repo!r}: expected OWNER/REPO")
+    if not actions.workflow or not actions.artifact:
+        raise UsageProblem("--actions needs --workflow FILE (or id) and --artifact NAME")
+    base = read_config(config).source(None)
+    keep = base.model_dump() if base is not None and base.kind == "actions" else {}
+    update: dict[str, object] = {
+        **keep,
+        "kind": "actions",
+        "repo": actions.repo,
+        "workflow": actions.workflow,
+        "artifact": actions.artifact,
+        "file": actions.file or keep.get("file"),
+        "series": tuple(series),
+    }
+    if since is not None:
+        update["created_after"] = since
+    spec = SourceSpec.model_validate(update)
+    return spec, LocalHistories(Path.cwd()).remote(spec)
+
+
+def repo_problem(repo: str) -> bool:
+    """Whether ``repo`` is not of the form OWNER/REPO."""
+    return repo.count("/") != 1 or not all(repo.split("/"))
 
 
 def _with_uri(settings: Settings, tracking_uri: str | None) -> Settings:
@@ -178,7 +231,12 @@ def _print(text: str) -> None:
 
 def _count(history: History) -> str:
     runs = len(history.runs)
-    return f"{runs} run{'' if runs == 1 else 's'} ({history.stats.finished} finished)"
+    text = f"{runs} run{'' if runs == 1 else 's'} ({history.stats.finished} finished)"
+    skipped = history.stats.skipped_runs
+    if skipped:
+        reasons = ", ".join(f"{n} {why}" for why, n in sorted(skipped.items()))
+        text += f"; skipped {sum(skipped.values())} unreadable ({reasons})"
+    return text
 
 
 _WORDS = (
@@ -219,6 +277,27 @@ def export_command(
             show_default=False,
         ),
     ] = None,
+    actions: Annotated[
+        str | None,
+        typer.Option(
+            metavar="OWNER/REPO",
+            help="Export this repository's workflow runs, read from an artifact (GITHUB_TOKEN).",
+        ),
+    ] = None,
+    workflow: Annotated[
+        str | None,
+        typer.Option(metavar="FILE", help="With --actions: the workflow's file name or id."),
+    ] = None,
+    artifact: Annotated[
+        str | None,
+        typer.Option(metavar="NAME", help="With --actions: the artifact's name (or a glob)."),
+    ] = None,
+    file: Annotated[
+        str | None,
+        typer.Option(
+            metavar="PATH", help="With --actions: the file in the artifact (default: found)."
+        ),
+    ] = None,
     config: Annotated[
         Path | None,
         typer.Option(
@@ -252,13 +331,21 @@ def export_command(
         ),
     ] = None,
 ) -> None:
-    """Export a W&B project's or an MLflow experiment's runs as a JSON Lines history."""
+    """Export a W&B project's, an MLflow experiment's or a workflow's runs as JSON Lines."""
     err = Console(stderr=True)
     _quiet_logs()
     try:
         if output is not None and append is not None:
             raise UsageProblem("give --output FILE or --append FILE, not both")
-        spec, source = _target(wandb, mlflow, tracking_uri, config, _since(since), series or [])
+        spec, source = _target(
+            wandb,
+            mlflow,
+            tracking_uri,
+            config,
+            _since(since),
+            series or [],
+            Actions(actions, workflow, artifact, file),
+        )
         existing = _existing(append) if append is not None else None
         history = _read(source, spec, existing[1] if existing else None, err)
         if append is not None:

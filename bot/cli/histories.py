@@ -3,10 +3,13 @@
 ``review``, ``rebaseline``, ``drift``, ``backtest``, ``export`` and ``action`` get runs through
 ``LocalHistories``: a ``file`` source is read from the checkout (the directory the command runs
 in, or the Action's workspace) and never from outside it; W&B and MLflow sources are built from
-the ``WANDB_*`` / ``MLFLOW_*`` settings.  What a remote source needs and the environment lacks
-(its client library, a credential) is decided here, once, before any request: a usage problem
-(exit status 2) naming the variable or extra — never a "not reviewed" review that lets
-``--fail-on`` pass, as it would on a fork PR, whose workflow gets no secrets.
+the ``WANDB_*`` / ``MLFLOW_*`` settings; an ``actions`` source (a workflow's artifacts) is read
+from GitHub (``GITHUB_API_URL``) with ``GITHUB_TOKEN`` (it needs ``actions: read``), its
+repository the spec's ``repo`` or ``GITHUB_REPOSITORY``, without a cache.  What a remote
+source needs and the environment lacks (its client library, a credential) is decided here,
+once, before any request: a usage problem (exit status 2) naming the variable or extra —
+never a "not reviewed" review that lets ``--fail-on`` pass, as it would on a fork PR, whose
+workflow gets no secrets.
 """
 
 from __future__ import annotations
@@ -29,6 +32,7 @@ from bot.core.models import Gate, History, SourceSpec
 from bot.core.render.review import cli_wording
 
 if TYPE_CHECKING:
+    from bot.adapters.history.actions_source import ActionsSource
     from bot.adapters.history.mlflow_source import MlflowSource
     from bot.adapters.history.wandb_source import WandbSource
     from bot.adapters.settings import Settings
@@ -60,6 +64,12 @@ def missing_requirement(
     W&B needs ``WANDB_API_KEY``.  MLflow needs a server (the source's ``tracking_uri`` or
     ``MLFLOW_TRACKING_URI``); its own server's credentials are optional (an open server),
     but one set empty is a secret that did not arrive."""
+    if spec.kind == "actions":
+        if not _given(environ.get("GITHUB_TOKEN")):
+            return "GitHub Actions: GITHUB_TOKEN is not set (a token that may read actions)"
+        if not (spec.repo or _given(environ.get("GITHUB_REPOSITORY"))):
+            return "GitHub Actions: no repository (give the source's repo, or GITHUB_REPOSITORY)"
+        return None
     if spec.kind not in CLIENTS:
         return None
     name, module = CLIENTS[spec.kind]
@@ -143,11 +153,18 @@ class LocalHistories:
         if problem is not None:
             raise UsageProblem(problem)
 
-    def remote(self, spec: SourceSpec) -> WandbSource | MlflowSource:
-        """The W&B or MLflow source reading ``spec``, its requirements checked."""
+    def remote(self, spec: SourceSpec) -> WandbSource | MlflowSource | ActionsSource:
+        """The W&B, MLflow or Actions source reading ``spec``, its requirements checked."""
         from bot.adapters.history.sync import mlflow_source, wandb_source
 
         self.require(spec)
+        if spec.kind == "actions":
+            from bot.adapters.github.app import token_client
+            from bot.adapters.history.actions_source import ActionsSource
+
+            settings = self.settings()
+            client = token_client(os.environ["GITHUB_TOKEN"], base_url=settings.github_api_url)
+            return ActionsSource(client, settings.max_artifact_bytes)
         if spec.kind == "wandb":
             return wandb_source(self.settings())
         if spec.kind == "mlflow":
@@ -188,6 +205,8 @@ class LocalHistories:
             from bot.adapters.history.wandb_source import with_entity
 
             spec = with_entity(spec, self.settings().wandb_entity)
+        if spec.kind == "actions" and not spec.repo:  # the review names the repository read
+            spec = spec.model_copy(update={"repo": os.environ.get("GITHUB_REPOSITORY")})
         return self.remote(spec).fetch(spec)
 
     def _text(self, path: str) -> str:

@@ -34,10 +34,10 @@ from bot.adapters.github.errors import (
     GitHubPermanentError,
 )
 from bot.core.history.artifacts import Skipped, read_artifact
-from bot.core.history.runs import Progress, SourceRun
+from bot.core.history.runs import Progress, SourceRun, make_history
 from bot.core.history.sources import BadHistory, HistoryNotFound, HistoryUnavailable
 from bot.core.history.workflow_runs import counts, run_state, skeleton
-from bot.core.models import Run, SourceSpec
+from bot.core.models import History, Run, SourceSpec
 
 Reader = Callable[[bytes, SourceSpec, Run], "Run | Skipped"]
 
@@ -66,13 +66,20 @@ class ActionsAPI(Protocol):
 
 
 class ActionsSource:
-    """``RunFetcher`` over one GitHub client; ``spec.repo`` must be set (the caller resolves
-    it to the repository reviewed).  ``max_bytes``: ``MAX_ARTIFACT_BYTES``."""
+    """``RunFetcher`` (and, uncached, ``HistorySource``) over one GitHub client;
+    ``spec.repo`` must be set (the caller resolves it to the repository reviewed);
+    ``max_bytes``: ``MAX_ARTIFACT_BYTES``; ``spec.created_after`` narrows the listing."""
 
     def __init__(self, api: ActionsAPI, max_bytes: int, reader: Reader = read_artifact) -> None:
         self.api = api
         self.max_bytes = max_bytes
         self.reader = reader
+
+    def fetch(self, spec: SourceSpec) -> History:
+        """Every run of ``spec`` read afresh, no cache (the command line's reads)."""
+        runs = self.fetch_runs(spec)
+        served = (r for r in runs if r.skipped or r.run.state in spec.states)
+        return make_history(served, spec.describe())
 
     def fetch_runs(
         self,
@@ -108,7 +115,12 @@ class ActionsSource:
         progress: Progress | None,
     ) -> list[SourceRun]:
         branch = spec.branch or self.api.default_branch(repo)
-        listed = self.api.workflow_runs(repo, workflow, branch=branch, created_since=since)
+        floor = (
+            max(d for d in (since, spec.created_after) if d)
+            if since or spec.created_after
+            else None
+        )
+        listed = self.api.workflow_runs(repo, workflow, branch=branch, created_since=floor)
         asked = {int(i) for i in run_ids if i.isdigit()}
         runs = {r.id: r for r in listed if since is None or r.created_at > since or r.id in asked}
         for run_id in asked - set(runs):  # still running when last read, now older than since
