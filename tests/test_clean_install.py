@@ -39,7 +39,7 @@ pytestmark = pytest.mark.servers
 # what a plain install runs; the App's commands need the `app` extra (docs/cli.md)
 PLAIN_COMMANDS = ("review", "rebaseline", "backtest", "drift", "export", "action", "check-config")
 APP_COMMANDS = ("sync", "serve", "worker", "watch", "audit", "db")
-EXTRAS = ("app", "wandb", "mlflow", "postgres", "redis")
+EXTRAS = ("app", "wandb", "mlflow", "actions", "postgres", "redis")
 REPO = "octo/ml"
 HISTORY = "ci/history.jsonl"
 

@@ -16,6 +16,8 @@ __all__ = ["EXTRA_OF_MODULE", "install_hint", "require"]
 EXTRA_OF_MODULE: dict[str, tuple[str, str]] = {
     "wandb": ("wandb", "the W&B client"),
     "mlflow": ("mlflow", "the MLflow client"),
+    "tensorboardX": ("actions", "the TensorBoard event reader"),
+    "google_crc32c": ("actions", "the TensorBoard event reader"),
     "fastapi": ("app", "the App's web server"),
     "starlette": ("app", "the App's web server"),
     "uvicorn": ("app", "the App's web server"),

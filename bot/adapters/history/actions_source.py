@@ -33,13 +33,14 @@ from bot.adapters.github.errors import (
     GitHubNotFound,
     GitHubPermanentError,
 )
+from bot.core.history import artifacts
 from bot.core.history.artifacts import Skipped, read_artifact
 from bot.core.history.runs import Progress, SourceRun, make_history
 from bot.core.history.sources import BadHistory, HistoryNotFound, HistoryUnavailable
-from bot.core.history.workflow_runs import counts, run_state, skeleton
+from bot.core.history.workflow_runs import counts, run_state
 from bot.core.models import History, Run, SourceSpec
 
-Reader = Callable[[bytes, SourceSpec, Run], "Run | Skipped"]
+Reader = Callable[[bytes, SourceSpec, artifacts.WorkflowRun], "Run | Skipped"]
 
 
 class ActionsAPI(Protocol):
@@ -158,7 +159,10 @@ class ActionsSource:
         self, spec: SourceSpec, repo: str, run: WorkflowRun, item: Artifact | None
     ) -> SourceRun:
         state = run_state(run.status, run.conclusion)
-        base = skeleton(run.id, run.created_at, state, run.head_sha, run.name)
+        what = artifacts.WorkflowRun(str(run.id), run.created_at, run.head_sha, state, run.name)
+        base = Run(
+            id=what.id, created_at=what.created_at, state=state, commit=what.commit, name=what.name
+        )
         if state == "running":
             return SourceRun(base)
         if item is None:
@@ -173,7 +177,7 @@ class ActionsSource:
             return SourceRun(base, skipped="expired")
         except ArtifactTooLarge:
             return SourceRun(base, skipped="too large")
-        result = self.reader(archive, spec, base)
+        result = self.reader(archive, spec, what)
         if isinstance(result, Skipped):
             return SourceRun(base, skipped=result.reason)
         return SourceRun(result)

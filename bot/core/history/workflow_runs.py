@@ -13,9 +13,7 @@ failed run (its metrics are still read), one not yet completed is running.
 
 from __future__ import annotations
 
-from datetime import datetime
-
-from bot.core.models import Run, RunState
+from bot.core.models import RunState
 
 _CONCLUSIONS: dict[str, RunState] = {
     "success": "finished",
@@ -49,10 +47,3 @@ def run_state(status: str, conclusion: str | None) -> RunState:
     if status != "completed":
         return "running"
     return _CONCLUSIONS.get(conclusion or "", "crashed")
-
-
-def skeleton(
-    run_id: int, created_at: datetime, state: RunState, commit: str | None, name: str | None
-) -> Run:
-    """The history run of one workflow run before its artifact is read (no metrics)."""
-    return Run(id=str(run_id), created_at=created_at, state=state, commit=commit, name=name)
