@@ -12,6 +12,11 @@ schema of the operation (``openapi_check``), records every call, and can inject 
         assert gh.get_repo("octo/ml").get_pull(1).title == pr.title
         fake.check()  # no invalid response shapes, no unimplemented endpoints
 
+GitHub Actions (``github_endpoints_actions``): ``Repo.add_workflow``, ``add_workflow_run`` and
+``add_artifact`` arrange workflows, runs (of a fork too) and artifacts (zip bytes); a download
+answers 302 to the artifact storage, this server under the host name ``localhost``, where a
+request carrying credentials is reported by ``check`` (``leaks``).
+
 Beyond failures (``fail_next``), tests can take a permission away from an installation
 (``deny``), set the rate limit the responses report (``rate_remaining``, ``rate_cost``; per
 installation ``installation_rates``) and
@@ -45,13 +50,14 @@ from github import Auth, Github, GithubIntegration, GithubRetry
 
 from bot.adapters.github.app import GitHubApp
 from tests.fakes import (
+    github_endpoints_actions,
     github_endpoints_checks,
     github_endpoints_git,
     github_endpoints_hooks,
     github_endpoints_issues,
     github_endpoints_pulls,
 )
-from tests.fakes.github_routes import ROUTES, Api, ApiError, Reply, Request, Route
+from tests.fakes.github_routes import BLOB_PREFIX, ROUTES, Api, ApiError, Reply, Request, Route
 from tests.fakes.github_shapes import API, Shapes, retarget
 from tests.fakes.github_state import GitHubState, HookDelivery, Repo
 from tests.fakes.openapi_check import SPEC_PATH, load_openapi
@@ -62,6 +68,7 @@ ENDPOINTS = (  # importing them registers their routes
     github_endpoints_git,
     github_endpoints_checks,
     github_endpoints_hooks,
+    github_endpoints_actions,
 )
 Headers = Mapping[str, str] | Message  # http.server hands over an email Message
 SECONDARY_RATE_LIMIT = (
@@ -182,6 +189,7 @@ class FakeGitHub:
         self.schema_errors: list[str] = []
         self.unimplemented: list[str] = []
         self.server_errors: list[str] = []
+        self.leaks: list[str] = []  # credentials sent to the artifact storage host
         self._faults: list[Fault] = []
         self._holds: list[Hold] = []
         self.rate_remaining = 4999  # X-RateLimit-Remaining of the next response
@@ -308,6 +316,7 @@ class FakeGitHub:
             [f"schema: {e}" for e in self.schema_errors]
             + [f"unimplemented: {e}" for e in self.unimplemented]
             + [f"server error: {e}" for e in self.server_errors]
+            + [f"credential leak: {e}" for e in self.leaks]
         )
         if problems:
             raise AssertionError("fake GitHub problems:\n" + "\n".join(problems))
@@ -379,6 +388,28 @@ class FakeGitHub:
                 return fault
         return None
 
+    # ----- serving ---
+    def _serve_blob(
+        self, method: str, path: str, query: dict[str, str], headers: Headers
+    ) -> tuple[int, dict[str, str], bytes]:
+        """The artifact storage: an archive by the signed link a download handed out (no
+        GitHub credentials: a request carrying them is recorded in ``leaks``)."""
+        with self.state.lock:
+            token = path.removeprefix(BLOB_PREFIX).split("/", 1)[0]
+            artifact, expires = self.state.blob_links.get(token, (None, None))
+            if headers.get("Authorization"):
+                self.leaks.append(f"{method} {path} carried an Authorization header")
+            if method != "GET" or artifact is None or expires is None:
+                status, payload = 404, b"BlobNotFound"
+            elif expires <= datetime.now(UTC):
+                status, payload = 403, b"AuthenticationFailed: Signed expiry time has passed"
+            else:
+                status, payload = 200, artifact.data
+            self.calls.append(Call(method, path, query, None, status))
+        media = "application/zip" if status == 200 else "text/plain"
+        out = {"Content-Type": media, "Content-Length": str(len(payload))}
+        return status, out, payload
+
     # ----- serving ----------------------------------------------------------------------------
     def _authenticate(self, route: Route, headers: Headers) -> int | None:
         scheme, _, credential = (headers.get("Authorization") or "").partition(" ")
@@ -443,6 +474,8 @@ class FakeGitHub:
         """Answer one HTTP request: (status, headers, body bytes)."""
         url = urllib.parse.urlsplit(raw_path)
         query = dict(urllib.parse.parse_qsl(url.query, keep_blank_values=True))
+        if url.path.startswith(BLOB_PREFIX):
+            return self._serve_blob(method, url.path, query, headers)
         body: Any = None
         with self.state.lock:
             try:

@@ -16,6 +16,7 @@ from typing import Any
 
 from tests.fakes.github_shapes import Shapes
 from tests.fakes.github_state import (
+    Artifact,
     GitHubState,
     Issue,
     PullRequest,
@@ -23,6 +24,7 @@ from tests.fakes.github_state import (
 )
 
 NOT_ACCESSIBLE = "Resource not accessible by integration"
+BLOB_PREFIX = "/_blobs/actions-results/"  # the artifact storage's paths (no GitHub API path)
 
 
 class ApiError(Exception):
@@ -105,6 +107,9 @@ class Api:
         self.state = state
         self.shapes = shapes
         self.base = base_url
+        # The artifact storage: the same server under another host name, as GitHub's storage is
+        # another host (clients must not send it their GitHub token).
+        self.blob_base = base_url.replace("//127.0.0.1:", "//localhost:")
 
     # ----- shared rules ---------------------------------------------------------------------
     def repo(self, req: Request, *, write: bool = False) -> Repo:
@@ -190,6 +195,11 @@ class Api:
     def listing(self, req: Request, items: list[Any], **limits: int) -> Reply:
         chunk, headers = self.page(req, items, **limits)
         return Reply(200, chunk, headers)
+
+    def blob_url(self, token: str, artifact: Artifact) -> str:
+        """The signed storage URL of an artifact's archive for one download link."""
+        name = urllib.parse.quote(artifact.name, safe="")
+        return f"{self.blob_base}{BLOB_PREFIX}{token}/{name}.zip"
 
     # ----- git writes -----------------------------------------------------------------------
     def snapshot_of_tree(self, repo: Repo, sha: str) -> dict[str, str] | None:

@@ -17,6 +17,7 @@ from datetime import datetime
 from typing import Any, TypeVar, cast
 
 from tests.fakes.github_state import (
+    Artifact,
     CheckRun,
     Commit,
     FileChange,
@@ -28,6 +29,8 @@ from tests.fakes.github_state import (
     Repo,
     Review,
     ReviewComment,
+    Workflow,
+    WorkflowRun,
     blob_sha,
     tree_sha,
 )
@@ -858,6 +861,114 @@ class Shapes:
                 for pr in repo.pulls.values()
                 if pr.state == "open" and pr.head_repo is repo and pr.head_sha == run.head_sha
             ],
+        )
+        return body
+
+    # ----- GitHub Actions -----------------------------------------------------------------------
+    def workflow(self, repo: Repo, workflow: Workflow) -> Json:
+        """A workflow (GET actions/workflows/{workflow_id})."""
+        body = spec_example("workflow")
+        body.update(
+            id=workflow.id,
+            node_id=node_id("Workflow", workflow.id),
+            name=workflow.name,
+            path=workflow.path,
+            state=workflow.state,
+            created_at=iso(workflow.created_at),
+            updated_at=iso(workflow.created_at),
+            url=f"{self.base}/repos/{repo.full_name}/actions/workflows/{workflow.id}",
+            html_url=f"{WEB}/{repo.full_name}/blob/{repo.default_branch}/{workflow.path}",
+            badge_url=f"{WEB}/{repo.full_name}/workflows/{workflow.name}/badge.svg",
+        )
+        return body
+
+    def workflow_run(self, repo: Repo, run: WorkflowRun, *, pulls: bool = True) -> Json:
+        """A workflow-run; its ``pull_requests`` are the open PRs of this repository whose head
+        is the run's commit on a branch of this repository (GitHub lists none for forks)."""
+        body = spec_example("workflow-run")
+        api = f"{self.base}/repos/{repo.full_name}"
+        commit = run.head_repo.objects.get(run.head_sha)
+        body.pop("referenced_workflows", None)
+        body.update(
+            id=run.id,
+            name=run.workflow.name,
+            node_id=node_id("WorkflowRun", run.id),
+            check_suite_id=stable_id(f"suite:{run.id}"),
+            check_suite_node_id=node_id("CheckSuite", stable_id(f"suite:{run.id}")),
+            head_branch=run.head_branch,
+            head_sha=run.head_sha,
+            path=f"{run.workflow.path}@{run.head_branch}",
+            run_number=run.run_number,
+            event=run.event,
+            display_title=commit.message.splitlines()[0] if commit else run.workflow.name,
+            status=run.status,
+            conclusion=run.conclusion,
+            workflow_id=run.workflow.id,
+            url=f"{api}/actions/runs/{run.id}",
+            html_url=f"{WEB}/{repo.full_name}/actions/runs/{run.id}",
+            pull_requests=[
+                self.pull_request_minimal(pr)
+                for pr in repo.pulls.values()
+                if pulls
+                and pr.state == "open"
+                and pr.head_repo is repo
+                and run.head_repo is repo
+                and pr.head_sha == run.head_sha
+            ],
+            created_at=iso(run.created_at),
+            updated_at=iso(run.updated_at),
+            actor=self.user(run.actor),
+            triggering_actor=self.user(run.actor),
+            run_attempt=1,
+            run_started_at=iso(run.created_at),
+            jobs_url=f"{api}/actions/runs/{run.id}/jobs",
+            logs_url=f"{api}/actions/runs/{run.id}/logs",
+            check_suite_url=f"{api}/check-suites/{stable_id(f'suite:{run.id}')}",
+            artifacts_url=f"{api}/actions/runs/{run.id}/artifacts",
+            cancel_url=f"{api}/actions/runs/{run.id}/cancel",
+            rerun_url=f"{api}/actions/runs/{run.id}/rerun",
+            previous_attempt_url=None,
+            workflow_url=f"{api}/actions/workflows/{run.workflow.id}",
+            head_commit=None
+            if commit is None
+            else {
+                "id": commit.sha,
+                "tree_id": commit.tree,
+                "message": commit.message,
+                "timestamp": iso(commit.date),
+                "author": self._person(commit),
+                "committer": self._person(commit),
+            },
+            repository=self.repository(repo),
+            head_repository=self.repository(run.head_repo),
+            head_repository_id=run.head_repo.id,
+        )
+        return body
+
+    def artifact(self, repo: Repo, artifact: Artifact) -> Json:
+        """An artifact, with the ids, branch and commit of the run that uploaded it."""
+        body = spec_example("artifact")
+        api = f"{self.base}/repos/{repo.full_name}/actions/artifacts/{artifact.id}"
+        run = artifact.run
+        body.update(
+            id=artifact.id,
+            node_id=node_id("Artifact", artifact.id),
+            name=artifact.name,
+            size_in_bytes=artifact.size_in_bytes,
+            url=api,
+            archive_download_url=f"{api}/zip",
+            expired=artifact.expired,
+            created_at=iso(artifact.created_at),
+            expires_at=iso(artifact.expires_at),
+            updated_at=iso(artifact.created_at),
+            digest="sha256:" + hashlib.sha256(artifact.data).hexdigest(),
+            workflow_run={
+                "id": run.id,
+                "repository_id": repo.id,
+                "head_repository_id": run.head_repo.id,
+                "head_branch": run.head_branch,
+                "head_sha": run.head_sha,
+            },
         )
         return body
 

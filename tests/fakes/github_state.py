@@ -183,6 +183,55 @@ class HookDelivery:
 
 
 @dataclass
+class Workflow:
+    """A workflow file of ``.github/workflows``; requests name it by id or file name."""
+
+    id: int
+    path: str
+    name: str
+    created_at: datetime
+    state: str = "active"
+
+    @property
+    def file_name(self) -> str:
+        return self.path.rsplit("/", 1)[-1]
+
+
+@dataclass
+class WorkflowRun:
+    """One run of a workflow in the repository that owns it; ``head_repo`` is a fork for a
+    pull request from one (its ``head_branch`` is the fork's branch name)."""
+
+    id: int
+    workflow: Workflow
+    run_number: int
+    event: str
+    head_branch: str | None
+    head_sha: str
+    head_repo: Repo
+    status: str
+    conclusion: str | None
+    created_at: datetime
+    updated_at: datetime
+    actor: str = "octocat"
+
+
+@dataclass
+class Artifact:
+    """An artifact uploaded by a run: ``data`` is the zip archive GitHub serves;
+    ``size_in_bytes`` what the API reports (by default the archive's size)."""
+
+    id: int
+    name: str
+    run: WorkflowRun
+    data: bytes
+    size_in_bytes: int
+    created_at: datetime
+    expires_at: datetime
+    expired: bool = False
+
+
+@dataclass
 class ReviewComment:
     id: int
     review_id: int
@@ -262,6 +311,9 @@ class Repo:
         self.blobs: dict[str, str] = {}  # created through the git data API
         self.trees: dict[str, dict[str, str]] = {}
         self.created_at = EPOCH
+        self.workflows: dict[int, Workflow] = {}
+        self.workflow_runs: dict[int, WorkflowRun] = {}
+        self.artifacts: dict[int, Artifact] = {}
 
     @property
     def full_name(self) -> str:
@@ -521,6 +573,94 @@ class Repo:
                 numbers.add(pr.number)
         return [self.pulls[n] for n in sorted(numbers)]
 
+    # ----- GitHub Actions ---------------------------------------------------------------------
+    def add_workflow(
+        self, file_name: str, *, name: str | None = None, workflow_id: int | None = None
+    ) -> Workflow:
+        """The workflow ``.github/workflows/<file_name>`` (id given or new)."""
+        with self.state.lock:
+            workflow = Workflow(
+                workflow_id or self.state.next_id(),
+                f".github/workflows/{file_name}",
+                name or file_name.rsplit(".", 1)[0],
+                self.state.tick(),
+            )
+            self.workflows[workflow.id] = workflow
+            return workflow
+
+    def workflow(self, id_or_file_name: str) -> Workflow | None:
+        """The workflow a request names by id or by file name."""
+        for workflow in self.workflows.values():
+            if id_or_file_name in (str(workflow.id), workflow.file_name):
+                return workflow
+        return None
+
+    def add_workflow_run(
+        self,
+        workflow: Workflow,
+        *,
+        event: str = "schedule",
+        branch: str | None = None,
+        head_sha: str | None = None,
+        head_repo: Repo | None = None,
+        status: str = "completed",
+        conclusion: str | None = "success",
+        created_at: datetime | None = None,
+        actor: str = "octocat",
+    ) -> WorkflowRun:
+        """A run of ``workflow`` in this repository, on ``branch`` (default: the default
+        branch) of ``head_repo`` (default: this repository; a fork for a PR from one) at
+        ``head_sha`` (default: that branch's tip, or this repository's default branch tip)."""
+        with self.state.lock:
+            source = head_repo or self
+            branch = branch or self.default_branch
+            sha = head_sha or source.branches.get(branch) or self.branches[self.default_branch]
+            when = created_at or self.state.tick()
+            number = 1 + sum(1 for r in self.workflow_runs.values() if r.workflow is workflow)
+            run = WorkflowRun(
+                self.state.next_id(),
+                workflow,
+                number,
+                event,
+                branch,
+                sha,
+                source,
+                status,
+                conclusion if status == "completed" else None,
+                when,
+                when + timedelta(minutes=30) if status == "completed" else when,
+                actor,
+            )
+            self.workflow_runs[run.id] = run
+            return run
+
+    def add_artifact(
+        self,
+        run: WorkflowRun,
+        name: str,
+        data: bytes,
+        *,
+        expired: bool = False,
+        size_in_bytes: int | None = None,
+        retention_days: int = 90,
+    ) -> Artifact:
+        """An artifact ``name`` of ``run`` whose archive is ``data`` (zip bytes); an
+        ``expired`` one is still listed but its download answers 410."""
+        with self.state.lock:
+            created = run.updated_at
+            artifact = Artifact(
+                self.state.next_id(),
+                name,
+                run,
+                data,
+                len(data) if size_in_bytes is None else size_in_bytes,
+                created,
+                created + timedelta(days=retention_days),
+                expired,
+            )
+            self.artifacts[artifact.id] = artifact
+            return artifact
+
     # ----- people and read accessors ---------------------------------------------------------
     def set_permission(self, user: str, permission: str) -> None:
         """Give ``user`` a collaborator role: admin, maintain, write, triage, read or none."""
@@ -591,6 +731,8 @@ class GitHubState:
         self.denied: dict[int, set[str]] = {}  # installation -> permissions it lacks
         self.webhook_url: str | None = None  # where the App's deliveries go
         self.hook_deliveries: list[HookDelivery] = []  # every attempt, oldest first
+        # signed artifact-storage URLs handed out by downloads: token -> (artifact, expiry)
+        self.blob_links: dict[str, tuple[Artifact, datetime]] = {}
         self._ids = itertools.count(1000)
         self._clock = EPOCH
 
