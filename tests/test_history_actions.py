@@ -36,7 +36,9 @@ pytestmark = pytest.mark.servers
 REPO = "octo/ml"
 INSTALLATION = 7
 ARTIFACT = "nightly-results"
-SPEC = SourceSpec(kind="actions", repo=REPO, workflow="nightly.yml", artifact=ARTIFACT)
+SPEC = SourceSpec(
+    kind="actions", repo=REPO, workflow="nightly.yml", artifact=ARTIFACT, file="results.json"
+)
 START = datetime(2026, 1, 1, 3, tzinfo=UTC)
 MAX_BYTES = 1 << 20
 POISON = 0.0  # the accuracy every poisoned artifact claims
@@ -47,6 +49,14 @@ def archive(accuracy: float, name: str = "results.json") -> bytes:
     out = io.BytesIO()
     with zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as zf:
         zf.writestr(name, json.dumps({"accuracy": accuracy, "loss": 1 - accuracy}))
+    return out.getvalue()
+
+
+def member(name: str, data: bytes) -> bytes:
+    """A zip holding one member ``name`` (any path, compressed)."""
+    out = io.BytesIO()
+    with zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as zf:
+        zf.writestr(name, data)
     return out.getvalue()
 
 
@@ -182,7 +192,7 @@ def test_unreadable_artifacts_are_skipped_with_named_counted_reasons(
     fake: FakeGitHub, repo: Repo, nightly: Workflow, sessions: sessionmaker[Session]
 ) -> None:
     add_nightlies(repo, nightly, 2)
-    day = iter(range(10, 20))
+    day = iter(range(10, 30))
 
     def run_with(data: bytes, **kwargs: object) -> None:
         run = repo.add_workflow_run(nightly, created_at=START + timedelta(days=next(day)))
@@ -193,22 +203,27 @@ def test_unreadable_artifacts_are_skipped_with_named_counted_reasons(
     run_with(b"y" * (MAX_BYTES + 1), size_in_bytes=10)  # listed small, streamed over the cap
     run_with(archive(0.9, name="other.txt"))  # no results JSON in it
     run_with(b"not a zip")
+    run_with(member("../results.json", b"{}"))  # a member path leading out
+    run_with(member("results.json", b"0" * (8 << 20)))  # 8 MiB of zeros: a zip bomb
     repo.add_workflow_run(nightly, created_at=START + timedelta(days=next(day)))  # no artifact
 
     history = source(fake, sessions).fetch(SPEC)
 
     assert accuracies(history) == [accuracy(0), accuracy(1)]
-    assert history.stats.skipped_runs == {
+    reasons = history.stats.skipped_runs
+    bomb = next(r for r in reasons if "ratio" in r)
+    assert reasons == {
         "expired": 1,
         "too large": 2,
-        "missing file": 1,
-        "malformed file": 1,
+        "no file matching results.json": 1,
+        "not a zip archive: File is not a zip file": 1,
+        "unsafe member path ../results.json": 1,
+        bomb: 1,
         "no artifact": 1,
     }
-    assert (
-        "skipped 6 runs (1 expired, 1 malformed file, 1 missing file, 1 no artifact, 2 too large)"
-        in (history_phrase_of(history))
-    )
+    phrase = history_phrase_of(history)
+    counted = ", ".join(f"{n} {why}" for why, n in sorted(reasons.items()))
+    assert phrase == f"2 runs: 2 finished; skipped 8 runs ({counted})"
 
 
 def history_phrase_of(history: History) -> str:
