@@ -24,7 +24,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from datetime import datetime
-from typing import Protocol
+from typing import Protocol, runtime_checkable
 
 from bot.adapters.github.actions import Artifact, ArtifactExpired, ArtifactTooLarge, WorkflowRun
 from bot.adapters.github.errors import (
@@ -43,6 +43,7 @@ from bot.core.models import History, Run, SourceSpec
 Reader = Callable[[bytes, SourceSpec, artifacts.WorkflowRun], "Run | Skipped"]
 
 
+@runtime_checkable
 class ActionsAPI(Protocol):
     """What the source needs of a GitHub client (``GitHubClient`` has it)."""
 

@@ -92,6 +92,11 @@ class CachedSource:
         self.resolve = resolve or (lambda spec: spec)
         self.series_runs = series_runs
 
+    def over(self, upstream: RunFetcher) -> CachedSource:
+        """The same store and resolution, runs read from ``upstream`` (an ``actions``
+        source's fetcher, built per installation)."""
+        return CachedSource(self.sessions, upstream, self.resolve, series_runs=self.series_runs)
+
     def fetch(self, spec: SourceSpec) -> History:
         """Sync ``spec`` incrementally, then return every cached run of it, with the series
         of ``spec.series`` (read first where not cached)."""

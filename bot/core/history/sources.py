@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Protocol
+from typing import Protocol, runtime_checkable
 
+from bot.core.history.runs import RunFetcher
 from bot.core.models import History, SourceSpec
 
 
@@ -34,6 +35,16 @@ class HistorySource(Protocol):
 
     def fetch(self, spec: SourceSpec) -> History:
         """Return the runs of ``spec``; raise a ``HistoryError`` subclass on failure."""
+        ...
+
+
+@runtime_checkable
+class Rebindable(Protocol):
+    """A history source that can read the same store through another run fetcher (the run
+    cache: an ``actions`` source's fetcher is the installation's GitHub client)."""
+
+    def over(self, upstream: RunFetcher) -> HistorySource:
+        """This source, its runs read from ``upstream``."""
         ...
 
 

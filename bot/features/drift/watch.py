@@ -24,6 +24,7 @@ from typing import Literal
 from sqlalchemy.orm import Session, sessionmaker
 
 from bot.adapters.github.api import GitHubAPI, RepoInfo
+from bot.adapters.history.actions_source import ActionsAPI
 from bot.adapters.locks import Locks
 from bot.adapters.settings import Settings
 from bot.core.budget import Budget, BudgetSpent, Limits
@@ -206,7 +207,12 @@ def watch_repository(
     if settings.mode == "off" and command is None:
         return RepoWatch(repo)
     paths = [p for p in branch.paths if only is None or p == only]
-    history = HistoryRouter(HISTORIES.source(gh, repo, sha), remote)
+    history = HistoryRouter(
+        HISTORIES.source(gh, repo, sha),
+        remote,
+        repo=repo,
+        actions=gh if isinstance(gh, ActionsAPI) else None,
+    )
     evaluation = Evaluation(branch.config, history)
     acted: list[Acted] = []
     for index, path in enumerate(rotated(paths, start)):

@@ -26,6 +26,7 @@ from bot.adapters.github.errors import (
     GitHubPermanentError,
     GitHubUnprocessable,
 )
+from bot.adapters.history.actions_source import ActionsAPI
 from bot.adapters.settings import DEFAULT_THRESHOLD_FILE_BYTES
 from bot.core.analysis.curves import recompute_points
 from bot.core.commands import Command
@@ -87,7 +88,12 @@ def plan(
     except ValueError as exc:  # --allowance over the repository's cap
         raise RebaselineError(str(exc)) from None
     found = replace(found, config=found.config.model_copy(update={"rule": rule}))
-    history = HistoryRouter(repo_history(gh, repo, pull.base_ref), remote_history)
+    history = HistoryRouter(
+        repo_history(gh, repo, pull.base_ref),
+        remote_history,
+        repo=repo,
+        actions=gh if isinstance(gh, ActionsAPI) else None,
+    )
     review = _attributed_review(gh, repo, pull, found, history)
     points = curve_points(found, review, history)
     texts: dict[str, str] = {}

@@ -50,8 +50,9 @@ from bot.adapters.github.api import (
     PullInfo,
 )
 from bot.adapters.github.errors import GitHubFileTooLarge, GitHubPermanentError
+from bot.adapters.history.actions_source import ActionsAPI, ActionsSource
 from bot.adapters.history.files import FileSource
-from bot.adapters.settings import DEFAULT_THRESHOLD_FILE_BYTES
+from bot.adapters.settings import DEFAULT_MAX_ARTIFACT_BYTES, DEFAULT_THRESHOLD_FILE_BYTES
 from bot.core import deadline
 from bot.core.analysis.review import build_review, merge_reviews, unavailable_review
 from bot.core.config import CONFIG_PATH, RepoConfig
@@ -60,6 +61,7 @@ from bot.core.history.sources import (
     HistoryError,
     HistorySource,
     HistoryUnavailable,
+    Rebindable,
     SourceRefused,
 )
 from bot.core.models import (
@@ -271,19 +273,55 @@ RemoteHistory = Callable[[SourceSpec], HistorySource]
 
 
 class HistoryRouter:
-    """Reads ``file`` sources from the repository, every other kind from ``remote``."""
+    """Reads ``file`` sources from the repository, every other kind from ``remote``.
 
-    def __init__(self, repo_files: HistorySource, remote: RemoteHistory | None) -> None:
+    An ``actions`` source is read with the installation's client ``actions`` from the
+    repository reviewed (``repo``; a source naming another repository is refused: the
+    installation may see repositories whose metrics must not reach this one's reviews),
+    through the run cache that ``remote`` hands out (``Rebindable``), its ``repo`` set
+    before the cache key is made; artifacts are downloaded up to ``max_artifact_bytes``.
+    """
+
+    def __init__(
+        self,
+        repo_files: HistorySource,
+        remote: RemoteHistory | None,
+        *,
+        repo: str | None = None,
+        actions: ActionsAPI | None = None,
+        max_artifact_bytes: int = DEFAULT_MAX_ARTIFACT_BYTES,
+    ) -> None:
         self._repo_files = repo_files
         self._remote = remote
+        self._repo = repo
+        self._actions = actions
+        self._max_artifact_bytes = max_artifact_bytes
 
     def fetch(self, spec: SourceSpec) -> History:
         """The runs of ``spec``; ``HistoryUnavailable`` when no remote source is configured."""
         if spec.kind == "file":
             return self._repo_files.fetch(spec)
+        if spec.kind == "actions":
+            return self._fetch_actions(spec)
         if self._remote is None:
             raise HistoryUnavailable(f"{spec.describe()}: this server has no {spec.kind} access")
         return self._remote(spec).fetch(spec)
+
+    def _fetch_actions(self, spec: SourceSpec) -> History:
+        repo = self._repo or ""
+        if spec.repo and spec.repo.lower() != repo.lower():
+            raise SourceRefused(
+                f"not read: the App reads the workflow artifacts of {repo or 'the repository'} "
+                f"only, not of {spec.repo}"
+            )
+        spec = spec.model_copy(update={"repo": repo})
+        if self._remote is None or self._actions is None or not repo:
+            raise HistoryUnavailable(f"{spec.describe()}: this server has no run cache")
+        cache = self._remote(spec)
+        if not isinstance(cache, Rebindable):
+            raise HistoryUnavailable(f"{spec.describe()}: this server has no run cache")
+        upstream = ActionsSource(self._actions, self._max_artifact_bytes)
+        return cache.over(upstream).fetch(spec)
 
 
 # --------------------------------------------------------------------------- analysis
@@ -480,7 +518,12 @@ def review_pull(
         found = _drift_window(found)
     if not found.changes and not found.errors and not _hinted(found):
         return ReviewOutcome(status="skipped", pull=pull, reason="no threshold files")
-    history = HistoryRouter(repo_history(gh, repo, pull.base_ref), remote_history)
+    history = HistoryRouter(
+        repo_history(gh, repo, pull.base_ref),
+        remote_history,
+        repo=repo,
+        actions=gh if isinstance(gh, ActionsAPI) else None,
+    )
     analysis = analyse(found, history)
     review = attribute(gh, repo, analysis.review, ref=pull.head_sha)
     deadline.check("publishing the review")
