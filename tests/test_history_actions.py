@@ -22,11 +22,14 @@ from typer.testing import CliRunner
 from bot.adapters.github.client import GitHubClient
 from bot.adapters.history.actions_source import ActionsSource
 from bot.adapters.history.cache import CachedSource
+from bot.adapters.history.files import FileSource
 from bot.adapters.store.db import init_db, make_engine
 from bot.cli.main import app
 from bot.core.history.formats import parse_history
+from bot.core.history.sources import SourceRefused
 from bot.core.models import History, Review, SourceSpec
 from bot.core.render.view import history_phrase
+from bot.features.review.pull import HistoryRouter
 from tests.fakes.github_api import FakeGitHub
 from tests.fakes.github_routes import BLOB_PREFIX
 from tests.fakes.github_state import Repo, Workflow
@@ -284,3 +287,27 @@ def test_export_without_a_token_is_a_usage_problem(
     assert result.exit_code == 2
     assert "GITHUB_TOKEN is not set" in result.stderr
     assert fake.requests(repo=REPO) == []
+
+
+# --------------------------------------------------------------------------- the App's router
+
+
+def test_the_app_reads_the_reviewed_repository_through_the_cache_and_refuses_another(
+    fake: FakeGitHub, repo: Repo, nightly: Workflow, sessions: sessionmaker[Session]
+) -> None:
+    add_nightlies(repo, nightly, 3)
+    fake.add_repo("octo/private", installation_id=INSTALLATION, files={"README.md": "x\n"})
+    client: GitHubClient = fake.github_app().installation(INSTALLATION)
+    cache = CachedSource(sessions, ActionsSource(client, MAX_BYTES))
+    files = FileSource(lambda path: "")
+    router = HistoryRouter(files, lambda spec: cache, repo=REPO, actions=client)
+    unnamed = SPEC.model_copy(update={"repo": None})
+
+    history = router.fetch(unnamed)
+
+    assert accuracies(history) == [accuracy(i) for i in range(3)]
+    assert history.source == f"actions:{REPO}/nightly.yml:{ARTIFACT}"  # the key names the repo
+    before = len(fake.calls)
+    with pytest.raises(SourceRefused, match="octo/private"):
+        router.fetch(SPEC.model_copy(update={"repo": "octo/private"}))
+    assert len(fake.calls) == before  # refused before any request
