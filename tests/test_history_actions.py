@@ -311,3 +311,43 @@ def test_the_app_reads_the_reviewed_repository_through_the_cache_and_refuses_ano
     with pytest.raises(SourceRefused, match="octo/private"):
         router.fetch(SPEC.model_copy(update={"repo": "octo/private"}))
     assert len(fake.calls) == before  # refused before any request
+
+
+def test_cli_review_reads_the_configs_actions_source(
+    fake: FakeGitHub,
+    repo: Repo,
+    nightly: Workflow,
+    cli_env: None,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    add_nightlies(repo, nightly, 25)
+    monkeypatch.setenv("GITHUB_REPOSITORY", REPO)
+    (tmp_path / "config.yml").write_text(
+        "sources:\n  nightly:\n    kind: actions\n    workflow: nightly.yml\n"
+        f"    artifact: {ARTIFACT}\n    file: results.json\ndefault_source: nightly\n"
+    )
+    gate = 'ACC_MIN={}\npython -m evals --asserts "accuracy >= $ACC_MIN"\n'
+    (tmp_path / "base.sh").write_text(gate.format("0.70"))
+    (tmp_path / "new.sh").write_text(gate.format("0.803"))
+    window = [accuracy(i) for i in range(25)][-20:]
+
+    result = CliRunner().invoke(
+        app,
+        [
+            "review",
+            "--file",
+            "new.sh",
+            "--base",
+            "base.sh",
+            "--config",
+            "config.yml",
+            "--format",
+            "json",
+        ],
+    )
+
+    assert result.exit_code == 0, result.output
+    review = json.loads(result.stdout)
+    (row,) = review["gates"]
+    assert row["proposed_failures"] == {"failed": sum(v < 0.803 for v in window), "total": 20}
