@@ -313,6 +313,22 @@ def test_the_app_reads_the_reviewed_repository_through_the_cache_and_refuses_ano
     assert len(fake.calls) == before  # refused before any request
 
 
+def test_the_servers_max_artifact_bytes_bounds_the_apps_downloads(
+    fake: FakeGitHub, repo: Repo, nightly: Workflow, sessions: sessionmaker[Session]
+) -> None:
+    add_nightlies(repo, nightly, 2)
+    client: GitHubClient = fake.github_app().installation(INSTALLATION)
+    small = min(len(a.data) for a in repo.artifacts.values()) - 1
+    cache = CachedSource(sessions, ActionsSource(client, MAX_BYTES), max_artifact_bytes=small)
+    router = HistoryRouter(
+        FileSource(lambda path: ""), lambda spec: cache, repo=REPO, actions=client
+    )
+
+    history = router.fetch(SPEC)
+
+    assert history.runs == () and history.stats.skipped_runs == {"too large": 2}
+
+
 def test_cli_review_reads_the_configs_actions_source(
     fake: FakeGitHub,
     repo: Repo,

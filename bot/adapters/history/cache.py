@@ -27,6 +27,7 @@ from datetime import UTC, datetime
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session, sessionmaker
 
+from bot.adapters.settings import DEFAULT_MAX_ARTIFACT_BYTES
 from bot.adapters.store import runs as store
 from bot.core.history.runs import Progress, RunFetcher, SourceRun, make_history
 from bot.core.history.series import (
@@ -76,7 +77,8 @@ class CachedSource:
 
     ``resolve`` completes a spec before it is used (e.g. the server's default W&B
     entity), so the cache key and the history's name say what was actually read.
-    ``series_runs``: how many of the newest finished runs get their series read.
+    ``series_runs``: how many of the newest finished runs get their series read;
+    ``max_artifact_bytes``: what an ``actions`` fetcher put over it (``over``) may download.
     """
 
     def __init__(
@@ -86,16 +88,24 @@ class CachedSource:
         resolve: Callable[[SourceSpec], SourceSpec] | None = None,
         *,
         series_runs: int = MAX_SERIES_RUNS,
+        max_artifact_bytes: int = DEFAULT_MAX_ARTIFACT_BYTES,
     ) -> None:
         self.sessions = sessions
         self.upstream = upstream
         self.resolve = resolve or (lambda spec: spec)
         self.series_runs = series_runs
+        self.max_artifact_bytes = max_artifact_bytes
 
     def over(self, upstream: RunFetcher) -> CachedSource:
         """The same store and resolution, runs read from ``upstream`` (an ``actions``
         source's fetcher, built per installation)."""
-        return CachedSource(self.sessions, upstream, self.resolve, series_runs=self.series_runs)
+        return CachedSource(
+            self.sessions,
+            upstream,
+            self.resolve,
+            series_runs=self.series_runs,
+            max_artifact_bytes=self.max_artifact_bytes,
+        )
 
     def fetch(self, spec: SourceSpec) -> History:
         """Sync ``spec`` incrementally, then return every cached run of it, with the series

@@ -101,7 +101,12 @@ def cached_source(
     if sessions is None:
         sessions = init_db(make_engine(settings.database_url))
     upstream = RemoteSources(wandb_source(settings), mlflow_source(settings))
-    return CachedSource(sessions, upstream, lambda spec: with_entity(spec, settings.wandb_entity))
+    return CachedSource(
+        sessions,
+        upstream,
+        lambda spec: with_entity(spec, settings.wandb_entity),
+        max_artifact_bytes=settings.max_artifact_bytes,
+    )
 
 
 def sync_sources(

@@ -41,7 +41,10 @@ class HistorySource(Protocol):
 @runtime_checkable
 class Rebindable(Protocol):
     """A history source that can read the same store through another run fetcher (the run
-    cache: an ``actions`` source's fetcher is the installation's GitHub client)."""
+    cache: an ``actions`` source's fetcher is the installation's GitHub client), with the
+    largest artifact such a fetcher may download (the server's ``MAX_ARTIFACT_BYTES``)."""
+
+    max_artifact_bytes: int
 
     def over(self, upstream: RunFetcher) -> HistorySource:
         """This source, its runs read from ``upstream``."""

@@ -52,7 +52,7 @@ from bot.adapters.github.api import (
 from bot.adapters.github.errors import GitHubFileTooLarge, GitHubPermanentError
 from bot.adapters.history.actions_source import ActionsAPI, ActionsSource
 from bot.adapters.history.files import FileSource
-from bot.adapters.settings import DEFAULT_MAX_ARTIFACT_BYTES, DEFAULT_THRESHOLD_FILE_BYTES
+from bot.adapters.settings import DEFAULT_THRESHOLD_FILE_BYTES
 from bot.core import deadline
 from bot.core.analysis.review import build_review, merge_reviews, unavailable_review
 from bot.core.config import CONFIG_PATH, RepoConfig
@@ -279,7 +279,8 @@ class HistoryRouter:
     repository reviewed (``repo``; a source naming another repository is refused: the
     installation may see repositories whose metrics must not reach this one's reviews),
     through the run cache that ``remote`` hands out (``Rebindable``), its ``repo`` set
-    before the cache key is made; artifacts are downloaded up to ``max_artifact_bytes``.
+    before the cache key is made; artifacts are downloaded up to the cache's
+    ``max_artifact_bytes`` (the server's ``MAX_ARTIFACT_BYTES``).
     """
 
     def __init__(
@@ -289,13 +290,11 @@ class HistoryRouter:
         *,
         repo: str | None = None,
         actions: ActionsAPI | None = None,
-        max_artifact_bytes: int = DEFAULT_MAX_ARTIFACT_BYTES,
     ) -> None:
         self._repo_files = repo_files
         self._remote = remote
         self._repo = repo
         self._actions = actions
-        self._max_artifact_bytes = max_artifact_bytes
 
     def fetch(self, spec: SourceSpec) -> History:
         """The runs of ``spec``; ``HistoryUnavailable`` when no remote source is configured."""
@@ -320,7 +319,7 @@ class HistoryRouter:
         cache = self._remote(spec)
         if not isinstance(cache, Rebindable):
             raise HistoryUnavailable(f"{spec.describe()}: this server has no run cache")
-        upstream = ActionsSource(self._actions, self._max_artifact_bytes)
+        upstream = ActionsSource(self._actions, cache.max_artifact_bytes)
         return cache.over(upstream).fetch(spec)
 
 
