@@ -178,3 +178,22 @@ def test_a_neutral_review_is_retried_once_its_sources_sync() -> None:
     one_down = {a.key(): SyncResult("a"), b.key(): SyncResult("b", error="W&B 503")}
     assert stale(pulls, quiet) == pulls
     assert stale(pulls, one_down) == []
+
+
+def test_a_re_review_owed_by_a_workflow_run_is_done_at_the_next_round(
+    gh: RecordingGitHub, sessions: sessionmaker[Session], locks: RowLocks
+) -> None:
+    gh.open_pull(7, {SCRIPT: script("0.50", project=PROJECT)})
+    source = GrowingSource([0.55] * 25)
+    remote = lambda spec: source  # noqa: E731
+    review_and_track(gh, sessions, 1, gh.repo, 7, remote, locks=locks)
+    with sessions.begin() as session:
+        tracked.mark_due(session, [(gh.repo, 7)])
+
+    report = recheck(sessions, lambda _id: gh, remote, synced({}), locks)  # type: ignore[arg-type]
+
+    assert report.reviewed == (f"{gh.repo}#7",)  # nothing new, but owed
+    with sessions() as session:
+        (row,) = tracked.tracked(session)
+    assert row.conclusion not in ("", tracked.DUE)  # the review's own again
+    assert recheck(sessions, lambda _id: gh, remote, synced({}), locks).reviewed == ()  # type: ignore[arg-type]

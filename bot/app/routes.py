@@ -14,7 +14,7 @@ from bot.core.routing import Router
 from bot.features import comments, installations, repositories
 from bot.features.context import HandlerContext
 from bot.features.drift import handlers as drift
-from bot.features.review import approve, check_run
+from bot.features.review import approve, check_run, workflow_run
 from bot.features.review import handlers as review
 
 
@@ -29,6 +29,7 @@ def app_router(extra_modules: Iterable[str] = ()) -> Router[HandlerContext]:
         comments.router,
         approve.router,
         drift.router,
+        workflow_run.router,
         *extra,
     )
 

@@ -104,6 +104,49 @@ class CheckRunEvent(Payload):
     repository: Repository
 
 
+class RunRepository(Payload):
+    """A repository by id and name (a workflow run's ``repository``/``head_repository``)."""
+
+    id: int
+    full_name: str
+
+
+class WorkflowRun(Payload):
+    """A workflow run: which workflow, which trigger, which branch of which repository."""
+
+    id: int
+    event: str
+    head_branch: str | None = None
+    workflow_id: int
+    path: str = ""  # the workflow file, sometimes with ``@ref``
+    repository: RunRepository
+    head_repository: RunRepository | None = None  # null when the fork is gone
+
+
+class Workflow(Payload):
+    """The workflow of a run: its id and file (``.github/workflows/nightly.yml``)."""
+
+    id: int
+    path: str
+
+
+class WorkflowRunRepository(Payload):
+    """The delivery's repository: its name, id and default branch."""
+
+    id: int
+    full_name: str
+    default_branch: str
+
+
+class WorkflowRunEvent(Payload):
+    """A ``workflow_run`` delivery."""
+
+    action: str
+    workflow_run: WorkflowRun
+    workflow: Workflow | None = None
+    repository: WorkflowRunRepository
+
+
 class RequestedAction(Payload):
     """The button pressed on a check run."""
 

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, cast
 
-from sqlalchemy import CursorResult, Integer, UniqueConstraint, delete, select
+from sqlalchemy import CursorResult, Integer, UniqueConstraint, delete, select, update
 from sqlalchemy.orm import Mapped, Session, mapped_column
 
 from bot.adapters.store.db import Base
@@ -21,6 +21,8 @@ from bot.adapters.store.portable import (
     upsert_insert,
 )
 from bot.core.models import SourceSpec
+
+DUE = "due"  # the conclusion of a PR whose re-review is owed (see ``mark_due``)
 
 
 class TrackedPull(Base):
@@ -48,7 +50,8 @@ class Tracked:
     number: int
     head_sha: str
     sources: tuple[SourceSpec, ...]
-    conclusion: str = ""  # of the last review; "neutral": the history could not be read
+    conclusion: str = ""  # of the last review; "neutral": the history could not be read;
+    # ``DUE``: a re-review was cut or failed (``mark_due``): the next re-check redoes it
 
 
 def track(
@@ -83,6 +86,17 @@ def untrack(session: Session, repo: str, number: int) -> None:
     )
 
 
+def mark_due(session: Session, pulls: Sequence[tuple[str, int]]) -> None:
+    """Mark the tracked PRs ``(repo, number)`` as owed a re-review: the next re-check reviews
+    them whether or not their sources changed (the caller commits)."""
+    for repo, number in pulls:
+        session.execute(
+            update(TrackedPull)
+            .where(TrackedPull.repo == repo, TrackedPull.number == number)
+            .values(conclusion=DUE)
+        )
+
+
 def untrack_repo(session: Session, repo: str) -> int:
     """Forget every PR of ``repo`` (deleted, transferred, archived); how many (the caller
     commits)."""
@@ -90,9 +104,13 @@ def untrack_repo(session: Session, repo: str) -> int:
     return int(cast(CursorResult[Any], done).rowcount)
 
 
-def tracked(session: Session) -> list[Tracked]:
-    """Every tracked PR, grouped by repository (ordered by repo, then number)."""
-    rows = session.scalars(select(TrackedPull).order_by(TrackedPull.repo, TrackedPull.number))
+def tracked(session: Session, installation_id: int | None = None) -> list[Tracked]:
+    """Every tracked PR (of one installation when ``installation_id`` is given), grouped by
+    repository (ordered by repo, then number)."""
+    query = select(TrackedPull).order_by(TrackedPull.repo, TrackedPull.number)
+    if installation_id is not None:
+        query = query.where(TrackedPull.installation_id == installation_id)
+    rows = session.scalars(query)
     return [
         Tracked(
             installation_id=row.installation_id,

@@ -141,13 +141,14 @@ def unique_sources(pulls: Sequence[Tracked]) -> list[SourceSpec]:
 
 def stale(pulls: Sequence[Tracked], results: Mapping[str, SyncResult]) -> list[Tracked]:
     """The PRs to review again: a source of theirs got new runs, or their last review could
-    not read the history (``neutral``) and every source of theirs synced fine now."""
+    not read the history (``neutral``) or is owed (``tracked.DUE``: cut from a
+    ``workflow_run``'s re-reviews) and every source of theirs synced fine now."""
     changed = {key for key, result in results.items() if result.changed}
     readable = {key for key, result in results.items() if result.error is None}
 
     def due(pull: Tracked) -> bool:
         keys = [spec.key() for spec in pull.sources]
-        if pull.conclusion == "neutral":
+        if pull.conclusion in ("neutral", tracked.DUE):
             return all(key in readable for key in keys)
         return any(key in changed for key in keys)
 
