@@ -256,3 +256,36 @@ def test_several_files_and_no_file_named_is_a_named_skip() -> None:
     assert _skip(read_artifact(archive, _spec(), RUN)) == (
         "several files in the artifact (a.json, b.csv): name one with `file:`"
     )
+
+
+def test_lm_eval_groups_are_read_like_tasks() -> None:
+    # lm-eval 0.4.0-0.4.2 wrote a group's aggregate under `groups`, beside `results`
+    data = json.loads(_lm_eval(0.5, 0.4))
+    data["groups"] = {"mmlu": {"alias": "mmlu", "acc,none": 0.61, "acc_stderr,none": 0.004}}
+    run = _run(read_artifact(_zip({"results.json": json.dumps(data)}), _spec(), RUN))
+    assert run.summary["mmlu/acc,none"] == 0.61 and "mmlu/acc_stderr,none" not in run.summary
+
+
+def test_an_explicit_format_wins_over_recognition() -> None:
+    archive = _zip({"results.json": _lm_eval(0.5, 0.4)})
+    as_json = _run(read_artifact(archive, _spec(format="json"), RUN))
+    assert as_json.summary["results/gsm8k/exact_match,strict-match"] == 0.5
+    assert as_json.summary["results/gsm8k/exact_match_stderr,strict-match"] == 0.0137
+    plain = _zip({"m.json": json.dumps({"acc": 0.5})})
+    assert _skip(read_artifact(plain, _spec(format="lm-eval"), RUN)) == (
+        "m.json: no lm-eval `results` object"
+    )
+
+
+def test_a_header_that_lies_about_the_size_is_caught_while_reading() -> None:
+    archive = bytearray(_zip({"m.json": b'{"acc": 0.5}' + b" " * 100}, method=zipfile.ZIP_STORED))
+    central = archive.index(b"PK\x01\x02")  # the central directory entry
+    archive[central + 24 : central + 28] = (10).to_bytes(4, "little")  # its uncompressed size
+    reason = _skip(read_artifact(bytes(archive), _spec(file="m.json"), RUN))
+    assert reason.startswith("unreadable member m.json: Bad CRC-32")
+
+
+def test_the_headers_declared_total_is_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(artifacts, "MAX_UNPACKED_BYTES", 3 << 20)
+    archive = _zip({f"f{i}.json": b" " * (1 << 20) for i in range(4)})
+    assert _skip(read_artifact(archive, _spec(), RUN)) == "archive over 3 MiB unpacked"

@@ -6,7 +6,8 @@ reason (``malformed JSON in results.json line 3: ...``) otherwise.  ``spec.forma
 * ``json``: an object; nested objects flattened to ``a/b`` keys, numbers written as text read
   as numbers (``bot.core.history.runs.numeric_summary``, as W&B summaries are read);
 * ``lm-eval``: lm-evaluation-harness's ``results_<timestamp>.json``: each
-  ``results.<task>.<metric>,<filter>`` is the metric ``<task>/<metric>,<filter>``
+  ``results.<task>.<metric>,<filter>`` (and ``groups.<group>...``, lm-eval 0.4.0-0.4.2) is the
+  metric ``<task>/<metric>,<filter>``
   (``gsm8k/exact_match,strict-match``: the names lm-eval threshold YAML gates bind to,
   docs/threshold-files.md); ``*_stderr`` entries and ``alias`` are left out (a task written
   without filters, lm-eval < 0.4, gives ``<task>/<metric>``);
@@ -141,8 +142,10 @@ def _lm_eval(base: str, found: Mapping[str, Any]) -> Summary:
     results = found.get("results")
     if not isinstance(results, dict):
         raise BadFile(f"{base}: no lm-eval `results` object")
+    groups = found.get("groups")
+    tasks = [*(groups.items() if isinstance(groups, dict) else ()), *results.items()]
     raw: dict[str, Any] = {}
-    for task, entries in results.items():
+    for task, entries in tasks:  # a task of `results` wins over a group of the same name
         if not isinstance(entries, dict):
             continue
         filtered = any("," in key for key in entries)
