@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from bot.core.history import artifacts
+from bot.core.history import artifact_formats, artifacts
 from bot.core.history.artifacts import Skipped, WorkflowRun, read_artifact
 from bot.core.models import Run, SourceSpec
 
@@ -289,3 +289,9 @@ def test_the_headers_declared_total_is_bounded(monkeypatch: pytest.MonkeyPatch) 
     monkeypatch.setattr(artifacts, "MAX_UNPACKED_BYTES", 3 << 20)
     archive = _zip({f"f{i}.json": b" " * (1 << 20) for i in range(4)})
     assert _skip(read_artifact(archive, _spec(), RUN)) == "archive over 3 MiB unpacked"
+
+
+def test_the_summary_bound(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(artifact_formats, "MAX_SUMMARY_METRICS", 3)
+    archive = _zip({"m.json": json.dumps({"a": 1, "b": {"c": 2, "d": 3, "e": 4}})})
+    assert _skip(read_artifact(archive, _spec(), RUN)) == "m.json holds more than 3 numbers"

@@ -29,8 +29,8 @@ reason (``malformed JSON in results.json line 3: ...``) otherwise.  ``spec.forma
 ``spec.summary_keys`` (metric -> key) then also exposes a key's value under the metric name.
 Bounds, beyond the archive's (``bot.core.history.artifacts``): JSON nesting and digits as
 ``bot.core.bounded.json_bounds``; at most ``MAX_SERIES_METRICS`` (100) series and
-``MAX_SERIES_STEPS`` (100,000) rows or steps per series; at most ``MAX_RECORDS`` (1,000,000)
-TensorBoard records.
+``MAX_SERIES_STEPS`` (100,000) rows or steps per series; at most ``MAX_SUMMARY_METRICS``
+(10,000) numbers in a run's summary; at most ``MAX_RECORDS`` (1,000,000) TensorBoard records.
 """
 
 from __future__ import annotations
@@ -50,6 +50,7 @@ from bot.core.history.series import MAX_SERIES_METRICS, MAX_SERIES_STEPS, MAX_ST
 from bot.core.models import SourceSpec
 
 MAX_RECORDS = 1_000_000  # TensorBoard records of one event file
+MAX_SUMMARY_METRICS = 10_000  # numbers of one run's summary
 STEP_KEYS = ("step", "_step", "global_step")
 LM_EVAL_KEYS = frozenset({"configs", "versions", "n-shot", "config"})
 _MASK_DELTA = 0xA282EAD8
@@ -80,6 +81,8 @@ def read_file(name: str, data: bytes, spec: SourceSpec) -> tuple[Summary, Series
             series[metric] = series[key]
     if not summary:
         raise BadFile(f"no numbers in {base}")
+    if len(summary) > MAX_SUMMARY_METRICS:
+        raise BadFile(f"{base} holds more than {MAX_SUMMARY_METRICS:,} numbers")
     return summary, series
 
 
