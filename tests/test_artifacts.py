@@ -295,3 +295,31 @@ def test_the_summary_bound(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(artifact_formats, "MAX_SUMMARY_METRICS", 3)
     archive = _zip({"m.json": json.dumps({"a": 1, "b": {"c": 2, "d": 3, "e": 4}})})
     assert _skip(read_artifact(archive, _spec(), RUN)) == "m.json holds more than 3 numbers"
+
+
+def test_summary_keys_rename_series_too() -> None:
+    archive = _zip({"curve.csv": "step,loss\n1,0.9\n2,0.5\n"})
+    spec = _spec(file="curve.csv", summary_keys={"val_loss": "loss"})
+    run = _run(read_artifact(archive, spec, RUN))
+    assert run.series["val_loss"] == {1: 0.9, 2: 0.5} and run.summary["val_loss"] == 0.5
+
+
+def test_malformed_rows_are_named_with_their_line() -> None:
+    bad_csv = _zip({"m.csv": "step,loss\n1,0.9\n2,0.5,7\n"})
+    assert _skip(read_artifact(bad_csv, _spec(), RUN)) == (
+        "malformed CSV in m.csv line 3: 3 fields, the header has 2"
+    )
+    bad_jsonl = _zip({"m.jsonl": '{"step": 1, "loss": 1}\n\n{"step": 2, "loss": }\n'})
+    assert _skip(read_artifact(bad_jsonl, _spec(), RUN)).startswith(
+        "malformed JSON in m.jsonl line 3: "
+    )
+    bad_step = _zip({"m.jsonl": '{"step": 1, "loss": 1}\n{"step": -2, "loss": 1}\n'})
+    assert _skip(read_artifact(bad_step, _spec(), RUN)) == (
+        "m.jsonl line 2: step '-2' is not a whole number"
+    )
+
+
+def test_the_values_of_a_table_are_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(artifact_formats, "MAX_TABLE_VALUES", 10)
+    archive = _zip({"m.csv": "model,a,b,c\n" + "x,1,2,3\n" * 4})
+    assert _skip(read_artifact(archive, _spec(), RUN)) == "m.csv holds more than 10 values"

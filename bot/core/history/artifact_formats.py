@@ -30,7 +30,8 @@ reason (``malformed JSON in results.json line 3: ...``) otherwise.  ``spec.forma
 Bounds, beyond the archive's (``bot.core.history.artifacts``): JSON nesting and digits as
 ``bot.core.bounded.json_bounds``; at most ``MAX_SERIES_METRICS`` (100) series and
 ``MAX_SERIES_STEPS`` (100,000) rows or steps per series; at most ``MAX_SUMMARY_METRICS``
-(10,000) numbers in a run's summary; at most ``MAX_RECORDS`` (1,000,000) TensorBoard records.
+(10,000) numbers in a run's summary; at most ``MAX_TABLE_VALUES`` (1,000,000) values read from
+a JSONL / CSV file's rows; at most ``MAX_RECORDS`` (500,000) TensorBoard records.
 """
 
 from __future__ import annotations
@@ -49,7 +50,8 @@ from bot.core.history.runs import numeric_summary, read_summary
 from bot.core.history.series import MAX_SERIES_METRICS, MAX_SERIES_STEPS, MAX_STEP_DIGITS
 from bot.core.models import SourceSpec
 
-MAX_RECORDS = 1_000_000  # TensorBoard records of one event file
+MAX_RECORDS = 500_000  # TensorBoard records of one event file (about 2 s)
+MAX_TABLE_VALUES = 1_000_000  # values read from the rows of a JSONL / CSV file (about 2 s)
 MAX_SUMMARY_METRICS = 10_000  # numbers of one run's summary
 STEP_KEYS = ("step", "_step", "global_step")
 LM_EVAL_KEYS = frozenset({"configs", "versions", "n-shot", "config"})
@@ -228,9 +230,13 @@ def _table(base: str, rows: Iterable[tuple[int, Mapping[str, Any]]]) -> tuple[Su
     summary: Summary = {}
     series: Series = {}
     step_key: str | None = None
+    read = 0
     for count, (number, row) in enumerate(rows, start=1):
         if count > MAX_SERIES_STEPS:
             raise BadFile(f"{base} holds more than {MAX_SERIES_STEPS:,} rows")
+        read += len(row)
+        if read > MAX_TABLE_VALUES:
+            raise BadFile(f"{base} holds more than {MAX_TABLE_VALUES:,} values")
         if count == 1:
             step_key = next((k for k in STEP_KEYS if k in row), None)
         values = read_summary({k: v for k, v in row.items() if k != step_key}).metrics
