@@ -323,3 +323,11 @@ def test_the_values_of_a_table_are_bounded(monkeypatch: pytest.MonkeyPatch) -> N
     monkeypatch.setattr(artifact_formats, "MAX_TABLE_VALUES", 10)
     archive = _zip({"m.csv": "model,a,b,c\n" + "x,1,2,3\n" * 4})
     assert _skip(read_artifact(archive, _spec(), RUN)) == "m.csv holds more than 10 values"
+
+
+def test_member_names_in_reasons_are_printable_and_short() -> None:
+    name = "../" + "\n<b>x</b>\x1b[31m" + "y" * 300
+    archive = _zip({name: "{}"})
+    reason = _skip(read_artifact(archive, _spec(), RUN))
+    assert reason.startswith("unsafe member path ../?<b>x</b>?[31myyy") and reason.endswith("...")
+    assert len(reason) == len("unsafe member path ") + 100 and reason.isprintable()

@@ -70,6 +70,7 @@ def read_file(name: str, data: bytes, spec: SourceSpec) -> tuple[Summary, Series
     """The summary and per-step series of the artifact's file ``name`` (module docstring)."""
     base = PurePosixPath(name).name
     kind = spec.format if spec.format != "auto" else _by_name(base)
+    base = shown(base)
     if kind == "tensorboard":
         summary, series = _tensorboard(base, data)
     elif kind in ("jsonl", "csv"):
@@ -86,6 +87,12 @@ def read_file(name: str, data: bytes, spec: SourceSpec) -> tuple[Summary, Series
     if len(summary) > MAX_SUMMARY_METRICS:
         raise BadFile(f"{base} holds more than {MAX_SUMMARY_METRICS:,} numbers")
     return summary, series
+
+
+def shown(name: str) -> str:
+    """A member name as a reason may show it: printable characters only, at most 100."""
+    cut = name if len(name) <= 100 else name[:97] + "..."
+    return "".join(c if c.isprintable() else "?" for c in cut)
 
 
 def _by_name(base: str) -> str:
