@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from bot.core.history import artifacts
+from bot.core.history import artifact_formats, artifacts
 from bot.core.history.artifacts import Skipped, WorkflowRun, read_artifact
 from bot.core.models import Run, SourceSpec
 
@@ -256,3 +256,78 @@ def test_several_files_and_no_file_named_is_a_named_skip() -> None:
     assert _skip(read_artifact(archive, _spec(), RUN)) == (
         "several files in the artifact (a.json, b.csv): name one with `file:`"
     )
+
+
+def test_lm_eval_groups_are_read_like_tasks() -> None:
+    # lm-eval 0.4.0-0.4.2 wrote a group's aggregate under `groups`, beside `results`
+    data = json.loads(_lm_eval(0.5, 0.4))
+    data["groups"] = {"mmlu": {"alias": "mmlu", "acc,none": 0.61, "acc_stderr,none": 0.004}}
+    run = _run(read_artifact(_zip({"results.json": json.dumps(data)}), _spec(), RUN))
+    assert run.summary["mmlu/acc,none"] == 0.61 and "mmlu/acc_stderr,none" not in run.summary
+
+
+def test_an_explicit_format_wins_over_recognition() -> None:
+    archive = _zip({"results.json": _lm_eval(0.5, 0.4)})
+    as_json = _run(read_artifact(archive, _spec(format="json"), RUN))
+    assert as_json.summary["results/gsm8k/exact_match,strict-match"] == 0.5
+    assert as_json.summary["results/gsm8k/exact_match_stderr,strict-match"] == 0.0137
+    plain = _zip({"m.json": json.dumps({"acc": 0.5})})
+    assert _skip(read_artifact(plain, _spec(format="lm-eval"), RUN)) == (
+        "m.json: no lm-eval `results` object"
+    )
+
+
+def test_a_header_that_lies_about_the_size_is_caught_while_reading() -> None:
+    archive = bytearray(_zip({"m.json": b'{"acc": 0.5}' + b" " * 100}, method=zipfile.ZIP_STORED))
+    central = archive.index(b"PK\x01\x02")  # the central directory entry
+    archive[central + 24 : central + 28] = (10).to_bytes(4, "little")  # its uncompressed size
+    reason = _skip(read_artifact(bytes(archive), _spec(file="m.json"), RUN))
+    assert reason.startswith("unreadable member m.json: Bad CRC-32")
+
+
+def test_the_headers_declared_total_is_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(artifacts, "MAX_UNPACKED_BYTES", 3 << 20)
+    archive = _zip({f"f{i}.json": b" " * (1 << 20) for i in range(4)})
+    assert _skip(read_artifact(archive, _spec(), RUN)) == "archive over 3 MiB unpacked"
+
+
+def test_the_summary_bound(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(artifact_formats, "MAX_SUMMARY_METRICS", 3)
+    archive = _zip({"m.json": json.dumps({"a": 1, "b": {"c": 2, "d": 3, "e": 4}})})
+    assert _skip(read_artifact(archive, _spec(), RUN)) == "m.json holds more than 3 numbers"
+
+
+def test_summary_keys_rename_series_too() -> None:
+    archive = _zip({"curve.csv": "step,loss\n1,0.9\n2,0.5\n"})
+    spec = _spec(file="curve.csv", summary_keys={"val_loss": "loss"})
+    run = _run(read_artifact(archive, spec, RUN))
+    assert run.series["val_loss"] == {1: 0.9, 2: 0.5} and run.summary["val_loss"] == 0.5
+
+
+def test_malformed_rows_are_named_with_their_line() -> None:
+    bad_csv = _zip({"m.csv": "step,loss\n1,0.9\n2,0.5,7\n"})
+    assert _skip(read_artifact(bad_csv, _spec(), RUN)) == (
+        "malformed CSV in m.csv line 3: 3 fields, the header has 2"
+    )
+    bad_jsonl = _zip({"m.jsonl": '{"step": 1, "loss": 1}\n\n{"step": 2, "loss": }\n'})
+    assert _skip(read_artifact(bad_jsonl, _spec(), RUN)).startswith(
+        "malformed JSON in m.jsonl line 3: "
+    )
+    bad_step = _zip({"m.jsonl": '{"step": 1, "loss": 1}\n{"step": -2, "loss": 1}\n'})
+    assert _skip(read_artifact(bad_step, _spec(), RUN)) == (
+        "m.jsonl line 2: step '-2' is not a whole number"
+    )
+
+
+def test_the_values_of_a_table_are_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(artifact_formats, "MAX_TABLE_VALUES", 10)
+    archive = _zip({"m.csv": "model,a,b,c\n" + "x,1,2,3\n" * 4})
+    assert _skip(read_artifact(archive, _spec(), RUN)) == "m.csv holds more than 10 values"
+
+
+def test_member_names_in_reasons_are_printable_and_short() -> None:
+    name = "../" + "\n<b>x</b>\x1b[31m" + "y" * 300
+    archive = _zip({name: "{}"})
+    reason = _skip(read_artifact(archive, _spec(), RUN))
+    assert reason.startswith("unsafe member path ../?<b>x</b>?[31myyy") and reason.endswith("...")
+    assert len(reason) == len("unsafe member path ") + 100 and reason.isprintable()

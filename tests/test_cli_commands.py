@@ -25,6 +25,7 @@ except SystemExit:
 print(json.dumps(sorted(sys.modules)), file=sys.stderr)
 """
 HEAVY = ("numpy", "pydantic", "jinja2", "yaml", "github", "rich", "sqlalchemy", "wandb")
+HEAVY += ("tensorboardX", "google_crc32c")  # the actions extra: imported on first use
 
 
 def _imported(*args: str) -> set[str]:

@@ -6,7 +6,8 @@ reason (``malformed JSON in results.json line 3: ...``) otherwise.  ``spec.forma
 * ``json``: an object; nested objects flattened to ``a/b`` keys, numbers written as text read
   as numbers (``bot.core.history.runs.numeric_summary``, as W&B summaries are read);
 * ``lm-eval``: lm-evaluation-harness's ``results_<timestamp>.json``: each
-  ``results.<task>.<metric>,<filter>`` is the metric ``<task>/<metric>,<filter>``
+  ``results.<task>.<metric>,<filter>`` (and ``groups.<group>...``, lm-eval 0.4.0-0.4.2) is the
+  metric ``<task>/<metric>,<filter>``
   (``gsm8k/exact_match,strict-match``: the names lm-eval threshold YAML gates bind to,
   docs/threshold-files.md); ``*_stderr`` entries and ``alias`` are left out (a task written
   without filters, lm-eval < 0.4, gives ``<task>/<metric>``);
@@ -28,8 +29,9 @@ reason (``malformed JSON in results.json line 3: ...``) otherwise.  ``spec.forma
 ``spec.summary_keys`` (metric -> key) then also exposes a key's value under the metric name.
 Bounds, beyond the archive's (``bot.core.history.artifacts``): JSON nesting and digits as
 ``bot.core.bounded.json_bounds``; at most ``MAX_SERIES_METRICS`` (100) series and
-``MAX_SERIES_STEPS`` (100,000) rows or steps per series; at most ``MAX_RECORDS`` (1,000,000)
-TensorBoard records.
+``MAX_SERIES_STEPS`` (100,000) rows or steps per series; at most ``MAX_SUMMARY_METRICS``
+(10,000) numbers in a run's summary; at most ``MAX_TABLE_VALUES`` (1,000,000) values read from
+a JSONL / CSV file's rows; at most ``MAX_RECORDS`` (500,000) TensorBoard records.
 """
 
 from __future__ import annotations
@@ -48,7 +50,9 @@ from bot.core.history.runs import numeric_summary, read_summary
 from bot.core.history.series import MAX_SERIES_METRICS, MAX_SERIES_STEPS, MAX_STEP_DIGITS
 from bot.core.models import SourceSpec
 
-MAX_RECORDS = 1_000_000  # TensorBoard records of one event file
+MAX_RECORDS = 500_000  # TensorBoard records of one event file (about 2 s)
+MAX_TABLE_VALUES = 1_000_000  # values read from the rows of a JSONL / CSV file (about 2 s)
+MAX_SUMMARY_METRICS = 10_000  # numbers of one run's summary
 STEP_KEYS = ("step", "_step", "global_step")
 LM_EVAL_KEYS = frozenset({"configs", "versions", "n-shot", "config"})
 _MASK_DELTA = 0xA282EAD8
@@ -66,6 +70,7 @@ def read_file(name: str, data: bytes, spec: SourceSpec) -> tuple[Summary, Series
     """The summary and per-step series of the artifact's file ``name`` (module docstring)."""
     base = PurePosixPath(name).name
     kind = spec.format if spec.format != "auto" else _by_name(base)
+    base = shown(base)
     if kind == "tensorboard":
         summary, series = _tensorboard(base, data)
     elif kind in ("jsonl", "csv"):
@@ -79,7 +84,15 @@ def read_file(name: str, data: bytes, spec: SourceSpec) -> tuple[Summary, Series
             series[metric] = series[key]
     if not summary:
         raise BadFile(f"no numbers in {base}")
+    if len(summary) > MAX_SUMMARY_METRICS:
+        raise BadFile(f"{base} holds more than {MAX_SUMMARY_METRICS:,} numbers")
     return summary, series
+
+
+def shown(name: str) -> str:
+    """A member name as a reason may show it: printable characters only, at most 100."""
+    cut = name if len(name) <= 100 else name[:97] + "..."
+    return "".join(c if c.isprintable() else "?" for c in cut)
 
 
 def _by_name(base: str) -> str:
@@ -141,8 +154,10 @@ def _lm_eval(base: str, found: Mapping[str, Any]) -> Summary:
     results = found.get("results")
     if not isinstance(results, dict):
         raise BadFile(f"{base}: no lm-eval `results` object")
+    groups = found.get("groups")
+    tasks = [*(groups.items() if isinstance(groups, dict) else ()), *results.items()]
     raw: dict[str, Any] = {}
-    for task, entries in results.items():
+    for task, entries in tasks:  # a task of `results` wins over a group of the same name
         if not isinstance(entries, dict):
             continue
         filtered = any("," in key for key in entries)
@@ -222,9 +237,13 @@ def _table(base: str, rows: Iterable[tuple[int, Mapping[str, Any]]]) -> tuple[Su
     summary: Summary = {}
     series: Series = {}
     step_key: str | None = None
+    read = 0
     for count, (number, row) in enumerate(rows, start=1):
         if count > MAX_SERIES_STEPS:
             raise BadFile(f"{base} holds more than {MAX_SERIES_STEPS:,} rows")
+        read += len(row)
+        if read > MAX_TABLE_VALUES:
+            raise BadFile(f"{base} holds more than {MAX_TABLE_VALUES:,} values")
         if count == 1:
             step_key = next((k for k in STEP_KEYS if k in row), None)
         values = read_summary({k: v for k, v in row.items() if k != step_key}).metrics

@@ -11,8 +11,9 @@ headers:
 
 * ``MAX_ARCHIVE_BYTES`` (64 MiB) of archive, ``MAX_MEMBERS`` (10,000) members;
 * a member path that is absolute, has a drive (``C:``), a ``..`` segment, a backslash or a NUL
-  refuses the whole archive (``unsafe member path ../x``); symlink members and directories
-  are ignored;
+  (zipfile itself cuts a name at its first NUL) refuses the whole archive (``unsafe member
+  path ../x``); symlink members and directories are ignored.  Names in reasons are shown with
+  printable characters only, cut at 100;
 * only the chosen member is decompressed, in chunks, and stopped past ``MAX_MEMBER_BYTES``
   (64 MiB) or, beyond 1 MiB, past ``MAX_RATIO`` (200) times its compressed size (a zip bomb);
   the headers' declared sizes must not add up past ``MAX_UNPACKED_BYTES`` (256 MiB) either.
@@ -37,7 +38,7 @@ from pathlib import PurePosixPath
 from typing import NamedTuple
 
 from bot.core.globs import glob_match
-from bot.core.history.artifact_formats import BadFile, read_file
+from bot.core.history.artifact_formats import BadFile, read_file, shown
 from bot.core.models import Run, RunState, SourceSpec
 
 MAX_ARCHIVE_BYTES = 64 << 20  # 64 MiB of zip archive
@@ -127,7 +128,7 @@ def _check_path(name: str) -> None:
         or _DRIVE.match(name)
         or ".." in parts
     ):
-        raise _Refused(f"unsafe member path {name[:200]}")
+        raise _Refused(f"unsafe member path {shown(name)}")
 
 
 def _is_symlink(info: zipfile.ZipInfo) -> bool:
@@ -151,8 +152,8 @@ def _choose(names: list[str], spec: SourceSpec) -> str:
             return _newest(matching)
     if not names:
         raise _Refused("empty artifact")
-    shown = ", ".join(names[:5]) + (", ..." if len(names) > 5 else "")
-    raise _Refused(f"several files in the artifact ({shown}): name one with `file:`")
+    listed = ", ".join(map(shown, names[:5])) + (", ..." if len(names) > 5 else "")
+    raise _Refused(f"several files in the artifact ({listed}): name one with `file:`")
 
 
 def _read(zipped: zipfile.ZipFile, info: zipfile.ZipInfo) -> bytes:
@@ -165,7 +166,9 @@ def _read(zipped: zipfile.ZipFile, info: zipfile.ZipInfo) -> bytes:
             while chunk := member.read(CHUNK):
                 size += len(chunk)
                 if size > MAX_MEMBER_BYTES:
-                    raise _Refused(f"{info.filename} over {MAX_MEMBER_BYTES:,} bytes unpacked")
+                    raise _Refused(
+                        f"{shown(info.filename)} over {MAX_MEMBER_BYTES:,} bytes unpacked"
+                    )
                 if size > RATIO_FLOOR and size > MAX_RATIO * compressed:
                     raise _Refused(f"compression ratio over {MAX_RATIO}")
                 chunks.append(chunk)
@@ -178,5 +181,5 @@ def _read(zipped: zipfile.ZipFile, info: zipfile.ZipInfo) -> bytes:
         EOFError,
     ) as exc:
         # a bad CRC or size (a header that lies), an encrypted or unknown compression method
-        raise _Refused(f"unreadable member {info.filename}: {exc}") from None
+        raise _Refused(f"unreadable member {shown(info.filename)}: {exc}") from None
     return b"".join(chunks)
