@@ -278,8 +278,8 @@ class HistoryRouter:
     An ``actions`` source is read with the installation's client ``actions`` from the
     repository reviewed (``repo``; a source naming another repository is refused: the
     installation may see repositories whose metrics must not reach this one's reviews),
-    through the run cache that ``remote`` hands out (``Rebindable``), its ``repo`` set
-    before the cache key is made; artifacts are downloaded up to the cache's
+    through the run cache that ``remote`` hands out (``Rebindable``; any other source
+    ``remote`` hands out reads it by itself), its ``repo`` set before the cache key is made; artifacts are downloaded up to the cache's
     ``max_artifact_bytes`` (the server's ``MAX_ARTIFACT_BYTES``).
     """
 
@@ -314,13 +314,15 @@ class HistoryRouter:
                 f"only, not of {spec.repo}"
             )
         spec = spec.model_copy(update={"repo": repo})
-        if self._remote is None or self._actions is None or not repo:
+        if self._remote is None or not repo:
             raise HistoryUnavailable(f"{spec.describe()}: this server has no run cache")
-        cache = self._remote(spec)
-        if not isinstance(cache, Rebindable):
-            raise HistoryUnavailable(f"{spec.describe()}: this server has no run cache")
-        upstream = ActionsSource(self._actions, cache.max_artifact_bytes)
-        return cache.over(upstream).fetch(spec)
+        source = self._remote(spec)
+        if not isinstance(source, Rebindable):  # a source that reads artifacts by itself
+            return source.fetch(spec)
+        if self._actions is None:
+            raise HistoryUnavailable(f"{spec.describe()}: no GitHub client reads its artifacts")
+        upstream = ActionsSource(self._actions, source.max_artifact_bytes)
+        return source.over(upstream).fetch(spec)
 
 
 # --------------------------------------------------------------------------- analysis
