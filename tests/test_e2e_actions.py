@@ -90,6 +90,80 @@ def lm_eval_zip(value: float) -> bytes:
     return out.getvalue()
 
 
+LM_YAML = "tests/accuracy/Qwen2.5-1.5B-Instruct.yaml"
+LM_GATES = (
+    "files:\n"
+    '  - path: "tests/accuracy/*.yaml"\n'
+    "    kind: reference\n"
+    "    gates:\n"
+    '      - {key: "tasks[*].metrics[*].value", metric: "{..name}/{.name}", sides: both}\n'
+)
+
+
+def lm_yaml(strict: str) -> str:
+    """lm-eval's reference accuracies as the harness's CI keeps them (the corpus's layout)."""
+    return (
+        'model_name: "Qwen/Qwen2.5-1.5B-Instruct"\n'
+        "tasks:\n"
+        '- name: "gsm8k"\n'
+        "  metrics:\n"
+        '  - name: "exact_match,strict-match"\n'
+        f"    value: {strict}\n"
+        "tolerance: {rel: 0.08}\n"
+    )
+
+
+def lm_eval_filtered_zip(value: float) -> bytes:
+    """lm-eval 0.4's results JSON with filters (``exact_match,strict-match``), zipped."""
+    results = {
+        "results": {
+            "gsm8k": {
+                "alias": "gsm8k",
+                "exact_match,strict-match": value,
+                "exact_match_stderr,strict-match": 0.0137,
+            }
+        },
+        "group_subtasks": {"gsm8k": []},
+        "configs": {"gsm8k": {"task": "gsm8k", "num_fewshot": 5}},
+        "versions": {"gsm8k": 3.0},
+        "n-shot": {"gsm8k": 5},
+    }
+    out = io.BytesIO()
+    with zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as zf:
+        zf.writestr("Qwen__Qwen2.5/results_2026-07-01T02-00-00.json", json.dumps(results))
+    return out.getvalue()
+
+
+def lm_repos(fake: FakeGitHub, values: list[float]) -> tuple[Repo, Repo]:
+    """``octo/lm``: a reference YAML gate, only the nightly's lm-eval artifacts as history;
+    ``octo/lm-file``: the same gate and runs, as a history file."""
+    repo = fake.add_repo(
+        "octo/lm",
+        installation_id=INSTALLATION,
+        files={LM_YAML: lm_yaml("0.54"), CONFIG: ACTIONS_CONFIG + LM_GATES},
+    )
+    nightly = repo.add_workflow("nightly.yml")
+    runs: list[Run] = []
+    metric = "gsm8k/exact_match,strict-match"
+    for i, value in enumerate(values):
+        when = START + timedelta(days=i)
+        run = repo.add_workflow_run(nightly, created_at=when)
+        repo.add_artifact(run, "lm-eval-results", lm_eval_filtered_zip(value))
+        runs.append(
+            Run(id=str(run.id), created_at=when, commit=run.head_sha, summary={metric: value})
+        )
+    file_repo = fake.add_repo(
+        "octo/lm-file",
+        installation_id=INSTALLATION,
+        files={
+            LM_YAML: lm_yaml("0.54"),
+            CONFIG: FILE_CONFIG + LM_GATES,
+            "ci/history.jsonl": history_text(runs),
+        },
+    )
+    return repo, file_repo
+
+
 def rule_limit(window: list[float], decimals: int = 2, allowance: float = 0.05) -> float:
     """The documented lower-bound rule rounded down at ``decimals``."""
     low = min(window)
@@ -105,6 +179,8 @@ class World:
     actions: Repo
     file: Repo
     values: list[float]
+    lm: Repo
+    lm_file: Repo
 
     def pull_event(self, action: str, repo: Repo, number: int) -> deliveries.Delivery:
         pr = repo.pr(number)
@@ -169,6 +245,7 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[World]:
     tmp = tmp_path_factory.mktemp("e2e_actions")
     with FakeGitHub() as github:
         repo, file_repo, values = arrange(github)
+        lm, lm_file = lm_repos(github, values)
         settings = make_settings(
             tmp,
             app_id=github.app_id,
@@ -178,7 +255,7 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[World]:
         )
         runtime = build(settings, github=client_factory(settings))
         with live_server(create_app(settings, runtime)) as url:
-            yield World(url, github, runtime, repo, file_repo, values)
+            yield World(url, github, runtime, repo, file_repo, values, lm, lm_file)
         github.check()
 
 
@@ -218,3 +295,22 @@ def test_a_repository_whose_only_history_is_its_nightly_artifacts_gets_a_review(
     other = world.pull_event("opened", world.file, 7)
     assert other.status == "done", other.last_error
     assert gate_row(the_comment(world.file, 7).body) == row
+
+
+def test_an_lm_eval_yaml_gate_binds_to_the_artifacts_results_without_a_metrics_map(
+    world: World,
+) -> None:
+    # the done-when: config naming only the workflow and artifact; lm-eval's metric names
+    for repo in (world.lm, world.lm_file):
+        repo.open_pr(5, head="ref", head_files={LM_YAML: lm_yaml("0.56")})
+        delivery = world.pull_event("opened", repo, 5)
+        assert delivery.status == "done", delivery.last_error
+
+    def rows(repo: Repo) -> list[str]:
+        body = the_comment(repo, 5).body
+        return [ln for ln in body.splitlines() if ln.startswith("| <code>")]
+
+    from_artifacts = rows(world.lm)
+    assert from_artifacts and from_artifacts == rows(world.lm_file)
+    window = world.values[-WINDOW:]
+    assert f"{min(window):.4f} – {max(window):.4f}" in from_artifacts[0]
