@@ -279,8 +279,9 @@ class HistoryRouter:
     repository reviewed (``repo``; a source naming another repository is refused: the
     installation may see repositories whose metrics must not reach this one's reviews),
     through the run cache that ``remote`` hands out (``Rebindable``; any other source
-    ``remote`` hands out reads it by itself), its ``repo`` set before the cache key is made; artifacts are downloaded up to the cache's
-    ``max_artifact_bytes`` (the server's ``MAX_ARTIFACT_BYTES``).
+    ``remote`` hands out reads it by itself), its ``repo`` set before the cache key is
+    made; artifacts are downloaded up to the cache's ``max_artifact_bytes`` (the server's
+    ``MAX_ARTIFACT_BYTES``).
     """
 
     def __init__(
