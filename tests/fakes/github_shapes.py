@@ -171,13 +171,14 @@ class Shapes:
             owner=self.user("octo"),
             html_url=f"{WEB}/apps/{slug}",
             permissions={
+                "actions": "read",
                 "checks": "write",
                 "contents": "write",
                 "issues": "write",
                 "metadata": "read",
                 "pull_requests": "write",
             },
-            events=["check_run", "issue_comment", "pull_request"],
+            events=["check_run", "issue_comment", "pull_request", "workflow_run"],
         )
         return body
 

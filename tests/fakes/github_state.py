@@ -1,5 +1,5 @@
 """In-memory state of the fake GitHub: repositories, commits, pull requests, issues, comments,
-checks.
+checks, and GitHub Actions' workflows, runs and artifacts.
 
 Pure bookkeeping with no HTTP: the server in ``github_api`` reads and changes it under
 ``GitHubState.lock``, and tests arrange scenarios through the helper methods of ``Repo``.

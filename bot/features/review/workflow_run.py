@@ -9,9 +9,10 @@ another workflow, re-reviews nothing. The PRs are those the re-check tracks
 (``bot.adapters.store.tracked``) for the delivery's installation; each is reviewed as a
 *Re-run* would (``review_for_delivery``: the comment and check run edited in place).
 
-Bounded: one delivery re-reviews at most ``MAX_PULLS_PER_RUN`` PRs (the newest first); the
-others are marked due (``tracked.mark_due``) and the periodic re-check reviews them at its
-next round. The job's own time limit (``JOB_TIMEOUT_SECONDS``) still applies.
+Bounded: one delivery re-reviews at most ``MAX_PULLS_PER_RUN`` PRs (the newest first), within
+the job's time limit (``JOB_TIMEOUT_SECONDS``). Every affected PR is first marked due
+(``tracked.mark_due``): those cut, failed or cut short by the time limit are reviewed by the
+periodic re-check at its next round.
 """
 
 from __future__ import annotations
@@ -82,18 +83,18 @@ def on_workflow_run(ctx: HandlerContext, payload: dict[str, Any]) -> None:
         return
     with ctx.sessions() as session:
         pulls = affected(tracked.tracked(session, ctx.delivery.installation_id), event)
+    if not pulls:
+        return
+    # Owed first: a PR this delivery does not get to (cut, failed, the job's time limit) is
+    # reviewed by the next re-check round; a review done here records its own conclusion.
+    with ctx.sessions.begin() as session:
+        tracked.mark_due(session, [(p.repo, p.number) for p in pulls])
     now, later = pulls[:MAX_PULLS_PER_RUN], pulls[MAX_PULLS_PER_RUN:]
-    if later:
-        with ctx.sessions.begin() as session:
-            tracked.mark_due(session, [(p.repo, p.number) for p in later])
     for pull in now:
         try:
             review_for_delivery(ctx, pull.repo, pull.number)
         except (GitHubError, HistoryError, PullBusy) as exc:
-            # the periodic re-check reviews it again at its next round
             ctx.log.warning("re-review of %s#%d failed: %s", pull.repo, pull.number, exc)
-            with ctx.sessions.begin() as session:
-                tracked.mark_due(session, [(pull.repo, pull.number)])
     ctx.log.info(
         "workflow run %d of %s: %d PRs re-reviewed, %d left to the re-check",
         run.id,
