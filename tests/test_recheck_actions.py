@@ -31,6 +31,7 @@ from bot.features.review.recheck import recheck_job, review_and_track
 from tests.fakes.github_api import FakeGitHub
 from tests.fakes.github_state import Repo
 from tests.live import make_settings
+from tests.test_history_actions_series import RUNS, STEP_S, downloads, tensorboard_zip
 from tests.test_review_pr import CONFIG, METRIC, SCRIPT, script
 
 pytestmark = pytest.mark.servers
@@ -136,3 +137,55 @@ def test_a_new_nightly_artifact_re_reviews_the_pr_at_the_next_round(
     assert conclusion(repos["acme/ml"], 2) == "success"
     # each repository's nightly was listed with its own installation's client
     assert fake.requests("GET", repo="acme/ml")
+
+
+PERF = "tests/functional/perf.sh"
+TB_SOURCE = (
+    "sources:\n  nightly:\n    kind: actions\n    workflow: nightly.yml\n"
+    "    artifact: tensorboard\ndefault_source: nightly\n"
+)
+
+
+def perf_script(limit: str) -> str:
+    """A functional test's checks on its TensorBoard logs: the mean of the last five steps."""
+    return (
+        "#!/bin/bash\nset -eou pipefail\n"
+        "uv run tests/check_metrics.py metrics.json \\\n"
+        f"    'mean(data[\"{STEP_S}\"][-5:]) < {limit}'\n"
+    )
+
+
+def test_the_round_keeps_the_series_a_tracked_pr_reads_when_it_first_reads_the_run(
+    fake: FakeGitHub,
+    settings: Settings,
+    sessions: sessionmaker[Session],
+    locks: RowLocks,
+    tmp_path: Path,
+) -> None:
+    """The re-review after the round reads the new nightly's series from the cache: each
+    artifact is downloaded once, though the round's sync read it first."""
+    github = client_factory(settings)
+    remote = source_factory(settings, sessions)
+    repo = fake.add_repo(
+        "octo/train", installation_id=7, files={PERF: perf_script("44"), CONFIG: TB_SOURCE}
+    )
+    nightly = repo.add_workflow("nightly.yml")
+
+    def add(i: int) -> None:
+        run = repo.add_workflow_run(nightly, created_at=START + timedelta(days=i))
+        repo.add_artifact(run, "tensorboard", tensorboard_zip(tmp_path, i))
+
+    for i in range(RUNS):
+        add(i)
+    repo.open_pr(3, head="tighter", head_files={PERF: perf_script("42")})
+    review_and_track(github(7), sessions, 7, "octo/train", 3, remote, locks=locks)
+    assert conclusion(repo, 3) == "action_required"  # the slow tails' means exceed 42
+    with sessions() as session:
+        (pull,) = tracked.tracked(session)
+    assert [s.series for s in pull.sources] == [(STEP_S,)]
+
+    add(RUNS)
+    report = recheck_job(settings, sessions, github, remote, locks)()
+
+    assert report.reviewed == ("octo/train#3",)
+    assert downloads(fake) == RUNS + 1
