@@ -151,3 +151,18 @@ def test_a_source_cannot_name_series_the_gates_decide_them() -> None:
     with pytest.raises(ConfigError) as err:
         parse_config(text)
     assert "sources.w.series: unknown setting" in str(err.value)
+
+
+@pytest.mark.parametrize("workflow", ["5150", "'5150'", "nightly.yml"])
+def test_an_actions_source_names_its_workflow_by_file_or_numeric_id(workflow: str) -> None:
+    text = f"sources:\n  n:\n    kind: actions\n    workflow: {workflow}\n    artifact: res\n"
+    spec = parse_config(text).sources["n"]
+    assert spec.workflow == workflow.strip("'")
+    assert spec.describe() == f"actions:{workflow.strip(chr(39))}:res"
+
+
+@pytest.mark.parametrize("workflow", ["true", "1.5", "[a]"])
+def test_an_actions_workflow_is_text_or_a_whole_number(workflow: str) -> None:
+    text = f"sources:\n  n:\n    kind: actions\n    workflow: {workflow}\n    artifact: res\n"
+    with pytest.raises(ConfigError, match=r"sources\.n\.workflow"):
+        parse_config(text)

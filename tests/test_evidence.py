@@ -361,6 +361,8 @@ def test_app_outage_of_a_changed_gate_is_retried_once_the_source_syncs(tmp_path:
 
     up = True
     quiet = {spec.key(): SyncResult(spec.describe()) for spec in row.sources}  # no new runs
-    report = recheck(sessions, lambda _id: gh, lambda spec: Flaky(), lambda specs: quiet, locks)
+    report = recheck(
+        sessions, lambda _id: gh, lambda spec: Flaky(), lambda specs, clients: quiet, locks
+    )
     assert report.reviewed == (f"{gh.repo}#6",)
     assert gh.check_for(pull.head_sha).conclusion == "success"

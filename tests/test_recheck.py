@@ -75,7 +75,7 @@ def synced(results: Mapping[str, int]) -> object:
     """A ``SyncSources`` that reports ``results[project]`` new runs and records its calls."""
     calls: list[list[str]] = []
 
-    def sync(specs: Sequence[SourceSpec]) -> dict[str, SyncResult]:
+    def sync(specs: Sequence[SourceSpec], clients: object = None) -> dict[str, SyncResult]:
         calls.append([s.project or "" for s in specs])
         return {
             s.key(): SyncResult(source=s.describe(), new=results.get(s.project or "", 0))

@@ -16,9 +16,17 @@ import re
 from collections.abc import Callable
 from datetime import UTC, date, datetime
 from fnmatch import fnmatchcase
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    WithJsonSchema,
+    field_validator,
+    model_validator,
+)
 
 from bot.core.formatting import percent
 from bot.core.globs import glob_match, repo_path
@@ -122,6 +130,21 @@ class History(Frozen):
 # --------------------------------------------------------------------------- sources
 
 
+def _workflow_text(value: object) -> object:
+    """A workflow's numeric id (``workflow: 5150``) as its text; anything else as given."""
+    if isinstance(value, int) and not isinstance(value, bool) and value > 0:
+        return str(value)
+    return value
+
+
+WorkflowName = Annotated[
+    str,
+    BeforeValidator(_workflow_text),
+    WithJsonSchema({"anyOf": [{"type": "string"}, {"type": "integer", "minimum": 1}]}),
+]
+"""A workflow's file name (``nightly.yml``) or numeric id, kept as text."""
+
+
 class SourceSpec(Frozen):
     """Where a gate's run history comes from (repository config or shell-script default)."""
 
@@ -135,7 +158,7 @@ class SourceSpec(Frozen):
     # inside it; ``format``: auto (by name / content), json, jsonl, csv, lm-eval,
     # tensorboard, pytest-benchmark.  Metrics: ``summary_keys`` (metric -> key path).
     repo: str | None = None
-    workflow: str | None = None
+    workflow: WorkflowName | None = None
     branch: str | None = None
     events: tuple[str, ...] = ("schedule", "push", "workflow_dispatch")
     artifact: str | None = None

@@ -18,12 +18,20 @@ whose artifact is absent, expired (listed so, or 410), over ``max_bytes``, or un
 same second as the newest cached run are taken as already read (GitHub's ``created``
 filter has a second's precision; a nightly workflow never starts two runs in one second).
 Archives are held in memory, at most ``max_bytes`` each, one at a time; nothing touches disk.
+
+Per-step series (TensorBoard scalars, JSONL / CSV rows with a step column) come with each run
+read (``SourceRun.series_read``): the run cache keeps those the spec asks for at that first
+read, since the artifact expires.  ``fetch_series`` (``SeriesFetcher``) reads series asked
+for later: one listing of the artifacts by name, then one download per run asked (the cache
+asks at most ``MAX_SERIES_RUNS``), each run's last ``MAX_REMOTE_STEPS`` steps kept; a run
+whose artifact is gone (expired, absent, unreadable) has none (``{}``: not asked again).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
-from datetime import datetime
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from datetime import UTC, datetime
 from typing import Protocol, runtime_checkable
 
 from bot.adapters.github.actions import Artifact, ArtifactExpired, ArtifactTooLarge, WorkflowRun
@@ -36,6 +44,7 @@ from bot.adapters.github.errors import (
 from bot.core.history import artifacts
 from bot.core.history.artifacts import Skipped, read_artifact
 from bot.core.history.runs import Progress, SourceRun, make_history
+from bot.core.history.series import RunSeries, kept
 from bot.core.history.sources import BadHistory, HistoryNotFound, HistoryUnavailable
 from bot.core.history.workflow_runs import counts, run_state
 from bot.core.models import History, Run, SourceSpec
@@ -93,18 +102,37 @@ class ActionsSource:
     ) -> list[SourceRun]:
         """The runs of ``spec`` (see the module docstring); ``HistoryError`` on failure."""
         repo, workflow, artifact = _required(spec)
-        try:
+        with _history_errors(spec):
             return self._fetch(spec, repo, workflow, artifact, created_since, run_ids, progress)
-        except GitHubNotFound as exc:
-            raise HistoryNotFound(f"{spec.describe()}: {exc}") from None
-        except GitHubForbidden as exc:
-            raise HistoryUnavailable(
-                f"{spec.describe()}: GitHub refused ({exc}); the token needs actions: read"
-            ) from None
-        except GitHubPermanentError as exc:
-            raise BadHistory(f"{spec.describe()}: {exc}") from None
-        except GitHubError as exc:
-            raise HistoryUnavailable(f"{spec.describe()}: {exc}") from None
+
+    def fetch_series(
+        self, spec: SourceSpec, wanted: Mapping[str, Sequence[str]]
+    ) -> Iterator[tuple[str, RunSeries]]:
+        """The series ``wanted`` (run id -> metrics) of each run, read again from its artifact
+        (see the module docstring); ``HistoryError`` on failure."""
+        repo, _, artifact = _required(spec)
+        with _history_errors(spec):
+            asked = {int(i) for i in wanted if i.isdigit()}
+            items: dict[int, Artifact] = {}
+            for item in self.api.artifacts_named(repo, artifact) if asked else ():
+                if item.run_id in asked and item.run_id not in items:
+                    items[item.run_id] = item
+            for run_id, metrics in wanted.items():
+                listed = items.get(int(run_id)) if run_id.isdigit() else None
+                yield run_id, kept(self._series(spec, repo, run_id, listed), metrics)
+
+    def _series(
+        self, spec: SourceSpec, repo: str, run_id: str, item: Artifact | None
+    ) -> dict[str, dict[int, float]]:
+        if item is None or item.expired or item.size > self.max_bytes:
+            return {}
+        try:
+            archive = self.api.download_artifact(repo, item.id, self.max_bytes)
+        except (ArtifactExpired, ArtifactTooLarge):
+            return {}
+        when = item.created_at or datetime.fromtimestamp(0, UTC)
+        result = self.reader(archive, spec, artifacts.WorkflowRun(run_id, when, None, "finished"))
+        return {} if isinstance(result, Skipped) else result.series
 
     def _fetch(
         self,
@@ -181,7 +209,24 @@ class ActionsSource:
         result = self.reader(archive, spec, what)
         if isinstance(result, Skipped):
             return SourceRun(base, skipped=result.reason)
-        return SourceRun(result)
+        return SourceRun(result, series_read=True)
+
+
+@contextmanager
+def _history_errors(spec: SourceSpec) -> Iterator[None]:
+    """GitHub's errors as the history's (``HistoryError``), naming the source."""
+    try:
+        yield
+    except GitHubNotFound as exc:
+        raise HistoryNotFound(f"{spec.describe()}: {exc}") from None
+    except GitHubForbidden as exc:
+        raise HistoryUnavailable(
+            f"{spec.describe()}: GitHub refused ({exc}); the token needs actions: read"
+        ) from None
+    except GitHubPermanentError as exc:
+        raise BadHistory(f"{spec.describe()}: {exc}") from None
+    except GitHubError as exc:
+        raise HistoryUnavailable(f"{spec.describe()}: {exc}") from None
 
 
 def _required(spec: SourceSpec) -> tuple[str, str, str]:

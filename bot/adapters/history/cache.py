@@ -15,7 +15,10 @@ Per-step series (``SourceSpec.series``, not part of the key) are read by ``fetch
 newest ``series_runs`` finished runs, once per run and metric: a finished run's history no
 longer changes, and a run that changes (resumed, re-synced) has its series dropped and read
 again.  Each run's series are written as soon as they are read, so a job stopped by its
-deadline keeps what it read.
+deadline keeps what it read.  An upstream that reads a run's series with the run
+(``SourceRun.series_read``: an ``actions`` artifact, which expires) has the series of
+``spec.series`` kept by the sync that first reads the run, in the same transaction, for the
+newest ``series_runs`` finished runs; later asks are read through ``fetch_series``.
 """
 
 from __future__ import annotations
@@ -34,6 +37,7 @@ from bot.core.history.series import (
     MAX_SERIES_RUNS,
     SeriesFetcher,
     attach,
+    kept,
     newest_finished,
     requested,
 )
@@ -187,11 +191,31 @@ class CachedSource:
             )
             changed = store.upsert_runs(session, key, runs)
             removed = store.remove_runs(session, key, gone)
+            self._keep_series(session, spec, key, runs)
             store.mark_synced(session, key, spec, datetime.now(UTC))
             session.flush()
             total = store.count_runs(session, key, spec.states)
         new, updated, dropped = tally(changed, removed, fetched, frozenset(spec.states))
         return SyncResult(spec.describe(), new, updated, total, dropped)
+
+    def _keep_series(
+        self, session: Session, spec: SourceSpec, key: str, runs: list[SourceRun]
+    ) -> None:
+        """Keep the series of ``spec.series`` that finished runs came with (the newest
+        ``series_runs`` of them), then only those of the newest ``series_runs`` cached."""
+        metrics = requested(spec)
+        came = [
+            item
+            for item in runs
+            if item.series_read and not item.skipped and item.run.state == "finished"
+        ]
+        if not metrics or not came:
+            return
+        came.sort(key=lambda item: (item.run.created_at, item.run.id), reverse=True)
+        for item in came[: self.series_runs]:
+            store.write_series(session, key, item.run.id, kept(item.run.series, metrics))
+        session.flush()
+        store.prune_series(session, key, store.newest_finished_ids(session, key, self.series_runs))
 
 
 def tally(

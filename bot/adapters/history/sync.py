@@ -12,6 +12,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING
 
+from bot.adapters.history.actions_source import ActionsAPI, ActionsSource
 from bot.adapters.history.mlflow_source import MlflowSource
 from bot.adapters.history.wandb_source import WandbSource, with_entity
 from bot.adapters.settings import Settings
@@ -115,22 +116,32 @@ def sync_sources(
     *,
     full: bool = False,
     progress: SpecProgress | None = None,
+    clients: Mapping[str, ActionsAPI] | None = None,
 ) -> dict[str, SyncResult]:
     """Sync every distinct remote source; keyed by ``spec.key()``.
 
-    File sources are skipped.  A source that fails gets a result with ``error``
-    set (and ``changed`` False) instead of stopping the others.
+    An ``actions`` source (its ``repo`` set) is synced through ``source`` with the GitHub
+    client ``clients`` maps its key to, its artifacts downloaded up to the cache's
+    ``max_artifact_bytes``; one without a client is skipped, as file sources are.  A source
+    that fails gets a result with ``error`` set (and ``changed`` False) instead of stopping
+    the others.
     """
     from bot.adapters.history.cache import SyncResult
 
     results: dict[str, SyncResult] = {}
     for spec in specs:
         key = spec.key()
-        if spec.kind not in REMOTE_KINDS or key in results:
+        client = (clients or {}).get(key) if spec.kind == "actions" else None
+        if (spec.kind not in REMOTE_KINDS and client is None) or key in results:
             continue
         report = None if progress is None else _bind(progress, spec)
+        reader = (
+            source
+            if client is None
+            else source.over(ActionsSource(client, source.max_artifact_bytes))
+        )
         try:
-            results[key] = source.sync(spec, full=full, progress=report)
+            results[key] = reader.sync(spec, full=full, progress=report)
         except HistoryError as exc:
             results[key] = SyncResult(spec.describe(), error=str(exc))
     return results

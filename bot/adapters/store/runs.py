@@ -306,6 +306,18 @@ def load_series(
     return series
 
 
+def newest_finished_ids(session: Session, key: str, limit: int) -> list[str]:
+    """Ids of a source's ``limit`` newest finished cached runs, newest first (as
+    ``bot.core.history.series.newest_finished`` orders them)."""
+    query = (
+        select(CachedRun.run_id)
+        .where(CachedRun.source == key, CachedRun.state == "finished")
+        .order_by(CachedRun.created_at.desc(), CachedRun.run_id.desc())
+        .limit(limit)
+    )
+    return list(session.scalars(query))
+
+
 def prune_series(session: Session, key: str, keep: Sequence[str]) -> None:
     """Drop the cached series of a source's runs other than ``keep`` (those of older runs,
     no longer read)."""

@@ -30,6 +30,9 @@ class SourceRun(NamedTuple):
     numeric_strings: int = 0
     not_numbers: tuple[str, ...] = ()  # the summary keys of the values set aside
     skipped: str = ""  # why the run is left out of the history, counted (empty: it is not)
+    # ``run.series`` is all the per-step series the run has (an ``actions`` artifact's file,
+    # read whole): the run cache keeps those of ``SourceSpec.series`` at this first read
+    series_read: bool = False
 
 
 class RunFetcher(Protocol):

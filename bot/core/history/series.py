@@ -192,6 +192,19 @@ def steps_from_rows(
     return _steps(items)
 
 
+def kept(
+    read: Mapping[str, Mapping[int, float]], metrics: Sequence[str], limit: int = MAX_REMOTE_STEPS
+) -> RunSeries:
+    """The series of ``metrics`` in what a run's file held (``Run.series`` of an ``actions``
+    artifact, read whole), each its last ``limit`` steps, as a remote source's are kept; a
+    metric the run lacks is ``Steps({})`` (read, and it has none)."""
+    series: RunSeries = {}
+    for metric in metrics:
+        steps = read.get(metric, {})
+        series[metric] = Steps({step: steps[step] for step in sorted(steps)[-limit:]})
+    return series
+
+
 # --------------------------------------------------------------------------- histories
 
 

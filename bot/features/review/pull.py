@@ -361,8 +361,11 @@ def analyse(found: PullThresholds, history: HistorySource) -> Analysis:
             error = "no history source: name a W&B project in the file or set one in " + CONFIG_PATH
             reviews.append(unavailable_review(changes, error, rule=rule, hints=shared))
             continue
-        try:  # curve and aggregation gates compare per-step series: ask for them
-            runs = history.fetch(with_series(spec, (c.head for c in changes)))
+        # curve and aggregation gates compare per-step series: ask for them (and the
+        # re-check's syncs too, so that an actions run's series are kept at its first read)
+        spec = with_series(spec, (c.head for c in changes))
+        try:
+            runs = history.fetch(spec)
         except SourceRefused as exc:
             error = f"{spec.describe()}: {exc}"
             reviews.append(unavailable_review(changes, error, rule=rule, hints=shared))

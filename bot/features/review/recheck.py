@@ -5,7 +5,10 @@ its sources in ``bot.adapters.store.tracked``; closing the PR, or a review that 
 reads remote history, forgets it.  ``recheck`` syncs each tracked source once,
 then re-reviews the PRs of the sources that changed (their comment and check run
 are edited in place).  File sources need no polling: a change to the history
-file is a push, and the next PR event reviews against it.
+file is a push, and the next PR event reviews against it.  An ``actions`` source is the
+artifacts of the PR's own repository (as the review reads it, ``HistoryRouter``): synced
+with the client of the PR's installation, so a new nightly's artifact re-reviews the PR
+at the next round even when no ``workflow_run`` delivery came.
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from bot.adapters.github.api import GitHubAPI, GitHubFactory
 from bot.adapters.github.errors import GitHubError
+from bot.adapters.history.actions_source import ActionsAPI
 from bot.adapters.history.cache import CachedSource, SyncResult
 from bot.adapters.history.sync import cached_source, sync_sources
 from bot.adapters.locks import Locks
@@ -40,8 +44,9 @@ class PullBusy(TransientError):
     """Another review of the PR (in any process) held it for longer than the wait."""
 
 
-SyncSources = Callable[[Sequence[SourceSpec]], Mapping[str, SyncResult]]
-"""Sync these sources; results keyed by ``SourceSpec.key()``."""
+SyncSources = Callable[[Sequence[SourceSpec], Mapping[str, ActionsAPI]], Mapping[str, SyncResult]]
+"""Sync these sources (an ``actions`` one with the client its key maps to); results keyed
+by ``SourceSpec.key()``."""
 
 
 @dataclass(frozen=True)
@@ -172,13 +177,13 @@ def recheck(
     its installation may.
     """
     with sessions() as session:
-        pulls = tracked.tracked(session)
+        pulls = [_resolved(pull) for pull in tracked.tracked(session)]
     if policy is not None:
         pulls = [_allowed(pull, policy) for pull in pulls]
     specs = unique_sources(pulls)
     if not specs:
         return RecheckReport()
-    results = sync(specs)
+    results = sync(specs, _actions_clients(pulls, github))
     reviewed: list[str] = []
     failed: list[str] = []
     for pull in stale(pulls, results):
@@ -213,6 +218,42 @@ def recheck(
     )
 
 
+def _resolved(pull: Tracked) -> Tracked:
+    """``pull`` with its ``actions`` sources read from its own repository, as its review
+    reads them (``repo`` set, so two repositories' nightlies of one name are two sources);
+    one naming another repository, which the review refuses, is left out."""
+    kept = tuple(
+        spec.model_copy(update={"repo": pull.repo}) if spec.kind == "actions" else spec
+        for spec in pull.sources
+        if spec.kind != "actions" or not spec.repo or spec.repo.lower() == pull.repo.lower()
+    )
+    return replace(pull, sources=kept)
+
+
+def _actions_clients(pulls: Sequence[Tracked], github: GitHubFactory) -> dict[str, ActionsAPI]:
+    """The GitHub client of each ``actions`` source's installation, by ``SourceSpec.key()``
+    (one client per installation; an installation whose client cannot be had is left out,
+    and its sources are not synced)."""
+    clients: dict[int, object] = {}
+    found: dict[str, ActionsAPI] = {}
+    for pull in pulls:
+        for spec in pull.sources:
+            if spec.kind != "actions" or spec.key() in found:
+                continue
+            if pull.installation_id not in clients:
+                try:
+                    clients[pull.installation_id] = github(pull.installation_id)
+                except GitHubError as exc:
+                    log.warning(
+                        "re-check: no client of installation %d: %s", pull.installation_id, exc
+                    )
+                    clients[pull.installation_id] = None
+            client = clients[pull.installation_id]
+            if isinstance(client, ActionsAPI):
+                found[spec.key()] = client
+    return found
+
+
 def _allowed(pull: Tracked, policy: SourcePolicy) -> Tracked:
     """``pull`` with only the sources its installation may read."""
     owner = pull.repo.split("/", 1)[0]
@@ -235,10 +276,12 @@ def recheck_job(
     caches: list[CachedSource] = []
     reports = ReportOptions.of(settings)
 
-    def sync(specs: Sequence[SourceSpec]) -> Mapping[str, SyncResult]:
+    def sync(
+        specs: Sequence[SourceSpec], clients: Mapping[str, ActionsAPI]
+    ) -> Mapping[str, SyncResult]:
         if not caches:
             caches.append(cached_source(settings, sessions))
-        return sync_sources(caches[0], specs)
+        return sync_sources(caches[0], specs, clients=clients)
 
     def job() -> RecheckReport:
         report = recheck(
