@@ -20,6 +20,7 @@ import os
 import re
 import subprocess
 import sys
+import tomllib
 import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -28,6 +29,8 @@ from typing import Any
 
 import pytest
 import yaml
+from packaging.requirements import Requirement
+from packaging.utils import canonicalize_name
 
 from bot.core.analysis.limits import recompute_limit
 from bot.core.models import RuleSettings
@@ -298,8 +301,8 @@ def test_a_source_whose_client_is_not_installed(runner: Runner, world: World) ->
 @pytest.mark.parametrize(
     ("extras", "message"),
     [
-        ("wandb, torch", "unknown extra 'torch' (give wandb, mlflow or both)"),
-        ("wandb;rm -rf /", "give wandb, mlflow or both, separated by commas"),
+        ("wandb, torch", "unknown extra 'torch' (give wandb, mlflow or actions)"),
+        ("wandb;rm -rf /", "give wandb, mlflow or actions, separated by commas"),
     ],
 )
 def test_an_unknown_extra_stops_before_the_install(
@@ -322,6 +325,8 @@ def test_an_unknown_extra_stops_before_the_install(
         (" mlflow ,\nwandb,mlflow", "", "mlflow,wandb"),
         ("wandb", "acme/proj", "wandb"),
         ("", "acme/proj", "wandb"),
+        ("actions", "", "actions"),
+        ("wandb, actions", "acme/proj", "actions,wandb"),
     ],
 )
 def test_the_extras_installed(
@@ -332,3 +337,20 @@ def test_the_extras_installed(
     prepare = run.steps["prepare"]
     assert prepare.status == 0, prepare.stderr
     assert prepare.outputs["extras"] == installed
+
+
+def test_every_extra_the_action_installs_is_pinned_in_its_constraints() -> None:
+    action = yaml.safe_load((ROOT / "action.yml").read_text(encoding="utf-8"))
+    (prepare,) = [s for s in action["runs"]["steps"] if s.get("id") == "prepare"]
+    found = re.search(r"for known in ([a-z ]+); do", prepare["run"])
+    assert found is not None
+    known = found.group(1).split()
+    assert "actions" in known  # an actions source's TensorBoard files need its extra
+    extras = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"][
+        "optional-dependencies"
+    ]
+    lines = (ROOT / "constraints-action.txt").read_text(encoding="utf-8").splitlines()
+    pinned = {canonicalize_name(ln.split("==")[0]) for ln in lines if "==" in ln}
+    for extra in known:
+        for requirement in extras[extra]:
+            assert canonicalize_name(Requirement(requirement).name) in pinned, (extra, requirement)
