@@ -10,6 +10,9 @@ from __future__ import annotations
 
 import io
 import json
+import math
+import re
+import shlex
 import zipfile
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
@@ -429,6 +432,17 @@ def test_cli_drift_reads_the_configs_actions_source(
     assert (gate["status"], gate["streak"]) == ("drifting", 8)
     assert (gate["failed"], gate["total"]) == (sum(v < 0.75 for v in recent), len(recent))
     assert gate["since"] == (START + timedelta(days=30)).isoformat()
+    low = min(values[-8:])  # the rule over the current regime: 5% below its minimum
+    assert gate["new_value"] == f"{math.floor((low - 0.05 * low) * 100) / 100:.2f}"
+    # the markdown report's rebaseline command, run as printed, reads the same source
+    markdown = CliRunner().invoke(app, ["drift", "--file", "nightly.sh", "--config", str(config)])
+    (command,) = re.findall(r"^  ```sh\n  (.*)\n  ```$", markdown.stdout, re.MULTILINE)
+    args = shlex.split(command)
+    assert args[:2] == ["threshold-bot", "rebaseline"]
+    rebaselined = CliRunner().invoke(app, [*args[1:], "--dry-run"])
+    assert rebaselined.exit_code == 0, rebaselined.output
+    assert "-ACC_MIN=0.75" in rebaselined.stdout
+    assert f"+ACC_MIN={gate['new_value']}" in rebaselined.stdout
 
 
 def test_cli_backtest_reads_the_configs_actions_source(
