@@ -444,12 +444,14 @@ def nightly_archive(accuracy: float) -> bytes:
     return out.getvalue()
 
 
+ACTIONS_CONFIG = (
+    "sources:\n  nightly:\n    kind: actions\n    workflow: nightly.yml\n"
+    "    artifact: nightly-results\n    file: results.json\ndefault_source: nightly\n"
+)
+
+
 def test_the_workflows_token_reads_the_configs_actions_source(world: World) -> None:
-    config = (
-        "sources:\n  nightly:\n    kind: actions\n    workflow: nightly.yml\n"
-        "    artifact: nightly-results\n    file: results.json\ndefault_source: nightly\n"
-    )
-    world.repo.commit("main", {".github/threshold-bot.yml": config})  # the PR's base has it
+    world.repo.commit("main", {".github/threshold-bot.yml": ACTIONS_CONFIG})  # at the base
     nightly = world.repo.add_workflow("nightly.yml")
     start = datetime(2026, 3, 1, 3, tzinfo=UTC)
     values = [round(0.80 + 0.003 * (i % 5), 4) for i in range(30)]
@@ -479,3 +481,34 @@ def test_the_workflows_token_reads_the_configs_actions_source(world: World) -> N
     assert f"| {min(window):.3f} – {max(window):.3f} |" in row  # the poisoned 0.10 is not in it
     assert "30 runs: 30 finished" in summary
     assert any("/actions/workflows/nightly.yml" in c.path for c in world.fake.calls)
+
+
+def test_a_tensorboard_artifact_without_the_actions_extra_says_which_extra(
+    world: World, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    config = ACTIONS_CONFIG.replace("results.json", "logs/events.out.tfevents.1")
+    world.repo.commit("main", {".github/threshold-bot.yml": config})
+    nightly = world.repo.add_workflow("nightly.yml")
+    run = world.repo.add_workflow_run(nightly)
+    out = io.BytesIO()
+    with zipfile.ZipFile(out, "w") as zf:
+        zf.writestr("logs/events.out.tfevents.1", b"")  # its reader is never reached
+    world.repo.add_artifact(run, "nightly-results", out.getvalue())
+    path = "ci/acc.sh"
+    (world.workspace / path).write_text(
+        'ACC_MIN=0.79\npython check.py --asserts "eval/acc >= $ACC_MIN"\n', encoding="utf-8"
+    )
+    for name in [m for m in sys.modules if m.split(".")[0] == "tensorboardX"]:
+        monkeypatch.delitem(sys.modules, name)
+    monkeypatch.setitem(sys.modules, "tensorboardX", None)  # the extra not installed
+    env = world.env(files=path, history="", comment="false")
+
+    result = invoke(env)
+
+    assert result.exit_code == 2
+    [line] = result.stderr.splitlines()
+    assert 'pip install "threshold-bot[actions]"' in line and "TensorBoard" in line
+    said = line.removeprefix("threshold-bot: error: ")
+    assert said.startswith("GitHub Actions: ")
+    assert result.stdout.splitlines()[-1] == f"::error::threshold-bot: {said}"
+    assert said in Path(env["GITHUB_STEP_SUMMARY"]).read_text(encoding="utf-8")
