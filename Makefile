@@ -121,14 +121,14 @@ constraints:
 	rm -rf .venv-constraints
 
 # Re-pin constraints-action.txt: the exact versions the GitHub Action (action.yml) installs, for
-# the base package and the extras the Action may add (wandb, mlflow), from a clean venv; run it
+# the base package and the extras the Action may add (wandb, mlflow, actions), from a clean venv; run it
 # with the Action's default Python (PY=python3.11) and commit the result.  Its hash keys the
 # Action's pip cache, so a change of versions starts a new cache.
 .PHONY: constraints-action
 constraints-action:
 	rm -rf .venv-constraints-action && $(PY) -m venv .venv-constraints-action
 	.venv-constraints-action/bin/pip install -q --upgrade pip
-	.venv-constraints-action/bin/pip install -q '.[wandb,mlflow]'
+	.venv-constraints-action/bin/pip install -q '.[wandb,mlflow,actions]'
 	{ echo '# Exact versions the GitHub Action installs (action.yml). Regenerate: make constraints-action'; \
 	  .venv-constraints-action/bin/pip freeze --exclude-editable --exclude threshold-bot; } \
 	  > constraints-action.txt

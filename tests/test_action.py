@@ -11,11 +11,13 @@ the base commit, and acting as the GitHub Actions App: its token writes as
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import re
 import subprocess
 import sys
+import zipfile
 from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
@@ -432,3 +434,81 @@ def test_a_file_with_only_hints_is_a_neutral_review_listing_them(world: World) -
     assert "audit: neutral: 0 gates, 1 hint in 1 file" in result.stdout
     failed = invoke(world.env(event="push", files=path, **{"fail-on": "neutral"}))
     assert failed.exit_code == 1
+
+
+def nightly_archive(accuracy: float) -> bytes:
+    """The nightly's artifact: a zip holding its results JSON."""
+    out = io.BytesIO()
+    with zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as zf:
+        zf.writestr("results.json", json.dumps({"accuracy": accuracy}))
+    return out.getvalue()
+
+
+ACTIONS_CONFIG = (
+    "sources:\n  nightly:\n    kind: actions\n    workflow: nightly.yml\n"
+    "    artifact: nightly-results\n    file: results.json\ndefault_source: nightly\n"
+)
+
+
+def test_the_workflows_token_reads_the_configs_actions_source(world: World) -> None:
+    world.repo.commit("main", {".github/threshold-bot.yml": ACTIONS_CONFIG})  # at the base
+    nightly = world.repo.add_workflow("nightly.yml")
+    start = datetime(2026, 3, 1, 3, tzinfo=UTC)
+    values = [round(0.80 + 0.003 * (i % 5), 4) for i in range(30)]
+    for i, value in enumerate(values):
+        run = world.repo.add_workflow_run(nightly, created_at=start + timedelta(days=i))
+        world.repo.add_artifact(run, "nightly-results", nightly_archive(value))
+    world.repo.branches["poison"] = world.repo.head("main")  # a PR's run: never history
+    poisoned = world.repo.add_workflow_run(
+        nightly, event="pull_request", branch="poison", created_at=start + timedelta(days=40)
+    )
+    world.repo.add_artifact(poisoned, "nightly-results", nightly_archive(0.10))
+    path = "ci/acc.sh"
+    (world.workspace / path).write_text(
+        'ACC_MIN=0.79\npython check.py --asserts "accuracy >= $ACC_MIN"\n', encoding="utf-8"
+    )
+    env = world.env(files=path, history="", comment="false")
+
+    result = invoke(env)
+
+    assert result.exit_code == 0, result.output
+    summary = Path(env["GITHUB_STEP_SUMMARY"]).read_text(encoding="utf-8")
+    window = values[-20:]
+    limit = recompute_limit(window, ">=", "0.79", RuleSettings())
+    assert limit is not None
+    [row] = [line for line in summary.splitlines() if line.startswith("| <code>ACC")]
+    assert "**0.79** (new)" in row and f"| {limit[0]:.2f} |" in row
+    assert f"| {min(window):.3f} – {max(window):.3f} |" in row  # the poisoned 0.10 is not in it
+    assert "30 runs: 30 finished" in summary
+    assert any("/actions/workflows/nightly.yml" in c.path for c in world.fake.calls)
+
+
+def test_a_tensorboard_artifact_without_the_actions_extra_says_which_extra(
+    world: World, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    config = ACTIONS_CONFIG.replace("results.json", "logs/events.out.tfevents.1")
+    world.repo.commit("main", {".github/threshold-bot.yml": config})
+    nightly = world.repo.add_workflow("nightly.yml")
+    run = world.repo.add_workflow_run(nightly)
+    out = io.BytesIO()
+    with zipfile.ZipFile(out, "w") as zf:
+        zf.writestr("logs/events.out.tfevents.1", b"")  # its reader is never reached
+    world.repo.add_artifact(run, "nightly-results", out.getvalue())
+    path = "ci/acc.sh"
+    (world.workspace / path).write_text(
+        'ACC_MIN=0.79\npython check.py --asserts "eval/acc >= $ACC_MIN"\n', encoding="utf-8"
+    )
+    for name in [m for m in sys.modules if m.split(".")[0] == "tensorboardX"]:
+        monkeypatch.delitem(sys.modules, name)
+    monkeypatch.setitem(sys.modules, "tensorboardX", None)  # the extra not installed
+    env = world.env(files=path, history="", comment="false")
+
+    result = invoke(env)
+
+    assert result.exit_code == 2
+    [line] = result.stderr.splitlines()
+    assert 'pip install "threshold-bot[actions]"' in line and "TensorBoard" in line
+    said = line.removeprefix("threshold-bot: error: ")
+    assert said.startswith("GitHub Actions: ")
+    assert result.stdout.splitlines()[-1] == f"::error::threshold-bot: {said}"
+    assert said in Path(env["GITHUB_STEP_SUMMARY"]).read_text(encoding="utf-8")

@@ -16,18 +16,25 @@ The review step then runs against the local fake GitHub (tests/test_action.py's 
 
 from __future__ import annotations
 
+import io
 import os
 import re
 import subprocess
 import sys
+import tomllib
 import uuid
+import zipfile
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
+from packaging.requirements import Requirement
+from packaging.utils import canonicalize_name
+from tensorboardX import SummaryWriter
 
 from bot.core.analysis.limits import recompute_limit
 from bot.core.models import RuleSettings
@@ -298,8 +305,8 @@ def test_a_source_whose_client_is_not_installed(runner: Runner, world: World) ->
 @pytest.mark.parametrize(
     ("extras", "message"),
     [
-        ("wandb, torch", "unknown extra 'torch' (give wandb, mlflow or both)"),
-        ("wandb;rm -rf /", "give wandb, mlflow or both, separated by commas"),
+        ("wandb, torch", "unknown extra 'torch' (give wandb, mlflow or actions)"),
+        ("wandb;rm -rf /", "give wandb, mlflow or actions, separated by commas"),
     ],
 )
 def test_an_unknown_extra_stops_before_the_install(
@@ -322,6 +329,8 @@ def test_an_unknown_extra_stops_before_the_install(
         (" mlflow ,\nwandb,mlflow", "", "mlflow,wandb"),
         ("wandb", "acme/proj", "wandb"),
         ("", "acme/proj", "wandb"),
+        ("actions", "", "actions"),
+        ("wandb, actions", "acme/proj", "actions,wandb"),
     ],
 )
 def test_the_extras_installed(
@@ -332,3 +341,70 @@ def test_the_extras_installed(
     prepare = run.steps["prepare"]
     assert prepare.status == 0, prepare.stderr
     assert prepare.outputs["extras"] == installed
+
+
+def test_every_extra_the_action_installs_is_pinned_in_its_constraints() -> None:
+    action = yaml.safe_load((ROOT / "action.yml").read_text(encoding="utf-8"))
+    (prepare,) = [s for s in action["runs"]["steps"] if s.get("id") == "prepare"]
+    found = re.search(r"for known in ([a-z ]+); do", prepare["run"])
+    assert found is not None
+    known = found.group(1).split()
+    assert "actions" in known  # an actions source's TensorBoard files need its extra
+    extras = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"][
+        "optional-dependencies"
+    ]
+    lines = (ROOT / "constraints-action.txt").read_text(encoding="utf-8").splitlines()
+    pinned = {canonicalize_name(ln.split("==")[0]) for ln in lines if "==" in ln}
+    for extra in known:
+        for requirement in extras[extra]:
+            assert canonicalize_name(Requirement(requirement).name) in pinned, (extra, requirement)
+
+
+def events_zip(tmp: Path, accuracy: float) -> bytes:
+    """A nightly's artifact: the TensorBoard event file tensorboardX's SummaryWriter writes
+    (``eval/acc`` at three steps, the last one ``accuracy``), zipped."""
+    logdir = tmp / uuid.uuid4().hex
+    with SummaryWriter(logdir=str(logdir)) as writer:
+        for step, value in ((0, 0.1), (100, accuracy - 0.05), (200, accuracy)):
+            writer.add_scalar("eval/acc", value, step)
+    (path,) = logdir.glob("events.out.tfevents.*")
+    out = io.BytesIO()
+    with zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as zf:
+        zf.writestr(f"logs/{path.name}", path.read_bytes())
+    return out.getvalue()
+
+
+# last in the module: the runner's Python keeps the extra installed here
+def test_the_actions_extra_reads_the_nightlys_tensorboard_artifacts(
+    runner: Runner, world: World
+) -> None:
+    config = (
+        "sources:\n  nightly:\n    kind: actions\n    workflow: nightly.yml\n"
+        "    artifact: tensorboard-logs\ndefault_source: nightly\n"
+    )
+    world.repo.commit("main", {".github/threshold-bot.yml": config})  # the PR's base has it
+    (world.workspace / ".github").mkdir()
+    (world.workspace / ".github" / "threshold-bot.yml").write_text(config)
+    nightly = world.repo.add_workflow("nightly.yml")
+    start = datetime(2026, 3, 1, 3, tzinfo=UTC)
+    values = [round(0.80 + 0.003 * (i % 5), 3) for i in range(25)]
+    for i, value in enumerate(values):
+        run = world.repo.add_workflow_run(nightly, created_at=start + timedelta(days=i))
+        world.repo.add_artifact(run, "tensorboard-logs", events_zip(world.tmp, value))
+    path = "ci/acc.sh"
+    (world.workspace / path).write_text(
+        'ACC_MIN=0.79\npython check.py --asserts "eval/acc >= $ACC_MIN"\n', encoding="utf-8"
+    )
+    inputs = {"files": path, "history": "", "extras": "actions", "comment": "false"}
+
+    run = run_action(runner, world, inputs)
+
+    assert run.steps["prepare"].outputs["extras"] == "actions"
+    review = run.last
+    assert review.status == 0, review.summary
+    window = values[-20:]
+    limit = recompute_limit(window, ">=", "0.79", RuleSettings())
+    assert limit is not None
+    [row] = [line for line in review.summary.splitlines() if line.startswith("| <code>ACC")]
+    assert "**0.79** (new)" in row and f"| {limit[0]:.2f} |" in row
+    assert f"| {min(window):.4f} – {max(window):.4f} |" in row  # float32, as logged

@@ -11,6 +11,9 @@ job, run by hand after each run.  Expected values are computed here from the run
 from __future__ import annotations
 
 import copy
+import io
+import json
+import zipfile
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
@@ -465,3 +468,59 @@ def test_a_push_of_the_merge_before_its_closed_event_still_says_merged(world: Wo
     assert not [c for c in the_apps(repo, pr.number) if "closing" in c.body]  # PR left alone
     item = records.get(world.runtime.sessions, repo.full_name, SCRIPT)
     assert item is not None and item.state == "idle"
+
+
+# ----- an actions source: the nightly's own artifacts ---------------------------------------
+
+
+def results_zip(value: float) -> bytes:
+    """A nightly's artifact: a zip holding its results JSON."""
+    out = io.BytesIO()
+    with zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as zf:
+        zf.writestr("results.json", json.dumps({"accuracy": value}))
+    return out.getvalue()
+
+
+def test_a_gate_reading_the_nightly_artifacts_drifts_and_its_rebaseline_pr_opens(
+    world: World,
+) -> None:
+    path = "ci/eval.sh"
+    config = (
+        "sources:\n  nightly:\n    kind: actions\n    workflow: nightly.yml\n"
+        "    artifact: results\n    file: results.json\ndefault_source: nightly\n"
+    )
+    main_text = 'ACC_MIN=0.75\npython -m evals --asserts "accuracy >= $ACC_MIN"\n'
+    repo = world.github.add_repo(
+        "octo/artifacts", installation_id=INSTALLATION, files={path: main_text, CONFIG: config}
+    )
+    repo.set_permission("alice", "maintain")
+    nightly = repo.add_workflow("nightly.yml")
+    values = [round(0.80 + 0.002 * (i % 3), 4) for i in range(30)]
+    values += [round(0.71 - 0.003 * (i % 4), 4) for i in range(MIN_REGIME_RUNS + 1)]
+    for i, value in enumerate(values):
+        run = repo.add_workflow_run(nightly, created_at=START + timedelta(days=i))
+        repo.add_artifact(run, "results", results_zip(value))
+    repo.branches["poison"] = repo.head("main")  # a PR's run, newest of all, looking healthy
+    poisoned = repo.add_workflow_run(
+        nightly, event="pull_request", branch="poison", created_at=START + timedelta(days=60)
+    )
+    repo.add_artifact(poisoned, "results", results_zip(0.99))
+    title = f"Nightly thresholds failing: {path}"
+
+    world.watch()
+
+    (issue,) = issues_by_app(repo, title)
+    failing = len(values) - 30
+    since = day_month_year(START + timedelta(days=30))
+    assert f"Failed its last {failing} runs in a row, since {since}." in issue.body
+    value = lower_rule(values[30:], DECIMALS)  # the drop is a confirmed regime
+    assert f"**{value}**" in issue.body
+
+    world.comment_on_issue(repo, issue, "alice", "/rebaseline")
+
+    (pr,) = repo.pulls.values()
+    (changed,) = repo.pr_files(pr)
+    added = [ln[1:] for ln in changed.patch.splitlines() if ln.startswith("+")]
+    assert changed.path == path and added[-1] == f"ACC_MIN={value}"
+    (check,) = [r for r in repo.check_runs(pr.head_sha) if r.name == "threshold-bot"]
+    assert (check.status, check.conclusion) == ("completed", "success")

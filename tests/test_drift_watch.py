@@ -10,12 +10,14 @@ healthy runs pass both.  Expected values are computed here from the runs written
 
 from __future__ import annotations
 
+import io
 import json
 import logging
 import random
 import re
 import threading
 import time
+import zipfile
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
@@ -25,6 +27,7 @@ import pytest
 from typer.testing import CliRunner
 
 from bot.adapters.github.app import GitHubApp
+from bot.adapters.history.factory import source_factory
 from bot.adapters.locks import DEFAULT_TTL, Locks
 from bot.adapters.locks.rows import RowLocks
 from bot.adapters.store import cursors, installations
@@ -34,14 +37,16 @@ from bot.adapters.store.drift import Sessions
 from bot.app.metrics import Metrics
 from bot.cli.main import app as cli
 from bot.core.budget import Limits
+from bot.core.formatting import day_month_year
 from bot.core.render.drift import drift_marker
 from bot.features.drift import watch
 from bot.features.drift.read import BranchCache
-from bot.features.drift.rounds import watch_round
+from bot.features.drift.rounds import remote_sources, watch_round
 from bot.features.drift.watch import WatchOptions, WatchReport
 from tests.drift_world import lower_rule
 from tests.fakes.github_api import Call, FakeGitHub
 from tests.fakes.github_state import Issue, Repo
+from tests.live import make_settings
 
 pytestmark = pytest.mark.servers
 
@@ -728,3 +733,55 @@ def test_the_watch_command_says_what_its_budget_cut_and_the_next_run_goes_on_fro
         f"{repo.full_name}: {SCRIPT}: opened #2",
         f"{repo.full_name}: ci/a.sh: unchanged #1",
     ]
+
+
+# ----- an actions source: the nightly's own artifacts ---------------------------------------
+
+
+def results_zip(accuracy: float) -> bytes:
+    """A nightly's artifact: a zip holding its results JSON."""
+    out = io.BytesIO()
+    with zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as zf:
+        zf.writestr("results.json", json.dumps({"accuracy": accuracy}))
+    return out.getvalue()
+
+
+def test_a_gate_reading_the_nightly_artifacts_opens_its_issue_and_a_pr_run_changes_nothing(
+    world: World, tmp_path: Path
+) -> None:
+    path = "ci/eval.sh"
+    config_text = (
+        "sources:\n  nightly:\n    kind: actions\n    workflow: nightly.yml\n"
+        "    artifact: results\n    file: results.json\ndefault_source: nightly\n"
+    )
+    gate = 'ACC_MIN=0.75\npython -m evals --asserts "accuracy >= $ACC_MIN"\n'
+    repo = world.fake.add_repo(
+        "octo/artifacts", installation_id=7, files={path: gate, CONFIG: config_text}
+    )
+    nightly = repo.add_workflow("nightly.yml")
+    values = [round(0.80 + 0.002 * (i % 3), 4) for i in range(30)]
+    values += [round(0.70 + 0.002 * (i % 3), 4) for i in range(5)]  # failing since run 30
+    for i, value in enumerate(values):
+        run = repo.add_workflow_run(nightly, created_at=START + timedelta(days=i))
+        repo.add_artifact(run, "results", results_zip(value))
+    repo.branches["poison"] = repo.head("main")  # a PR's run, newest of all, looking healthy
+    poisoned = repo.add_workflow_run(
+        nightly, event="pull_request", branch="poison", created_at=START + timedelta(days=40)
+    )
+    repo.add_artifact(poisoned, "results", results_zip(0.99))
+    settings = make_settings(tmp_path, database_url=f"sqlite:///{tmp_path / 'bot.db'}")
+    remote_for = remote_sources(settings, source_factory(settings, world.sessions))
+    options = WatchOptions(
+        max_bytes=MAX_BYTES, locks=world.locks, owner="worker-1", min_rate_remaining=0
+    )
+
+    report = watch_round(world.sessions, world.app.installation, remote_for, options, [7])
+
+    assert actions(report) == [(path, "opened")]
+    (issue,) = app_issues(repo)
+    assert issue.title == f"Nightly thresholds failing: {path}"
+    since = day_month_year(START + timedelta(days=30))
+    assert f"Failed its last 5 runs in a row, since {since}." in issue.body
+    window = values[-5:]
+    assert f"**{lower_rule(window, 2)}**" in issue.body
+    assert all(f"/runs/{poisoned.id}" not in c.path for c in world.fake.calls)

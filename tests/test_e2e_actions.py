@@ -314,3 +314,45 @@ def test_an_lm_eval_yaml_gate_binds_to_the_artifacts_results_without_a_metrics_m
     assert from_artifacts and from_artifacts == rows(world.lm_file)
     window = world.values[-WINDOW:]
     assert f"{min(window):.4f} – {max(window):.4f}" in from_artifacts[0]
+
+
+def test_rebaseline_commits_the_rules_value_from_the_artifacts_runs(world: World) -> None:
+    maintainer = "maya"
+    world.actions.set_permission(maintainer, "maintain")
+    world.actions.open_pr(9, head="rebase", head_files={SCRIPT: script("0.55")})
+    old_head = world.actions.pr(9).head_sha
+    assert world.pull_event("opened", world.actions, 9).status == "done"
+    want = f"{rule_limit(world.values[-WINDOW:]):.2f}"  # the poisoned 0.01 is not in it
+    assert want != "0.55"
+    state = world.github.state
+    now = datetime.now(UTC).replace(microsecond=0)
+    posted = IssueComment(state.next_id(), 9, maintainer, "/rebaseline\n", now, now)
+    with state.lock:
+        world.actions.issue_comments[posted.id] = posted
+    owner, name = world.actions.full_name.split("/")
+    changes: dict[str, Any] = {
+        "issue.number": 9,
+        "comment.id": posted.id,
+        "comment.body": posted.body,
+        "comment.user.login": maintainer,
+        "comment.user.type": "User",
+        "repository.full_name": world.actions.full_name,
+        "repository.name": name,
+        "repository.owner.login": owner,
+        "installation.id": INSTALLATION,
+        "sender.login": maintainer,
+        "sender.type": "User",
+    }
+
+    delivery = deliver_and_wait(
+        world.url, world.runtime.sessions, "issue_comment.created", changes, timeout=90
+    )
+
+    assert delivery.status == "done", delivery.last_error
+    new_head = world.actions.pr(9).head_sha
+    assert new_head != old_head
+    after = world.actions.file_at(new_head, SCRIPT)
+    assert after is not None and f"GSM8K_MIN={want}\n" in after
+    first, last = (START + timedelta(days=d) for d in (RUNS - WINDOW, RUNS - 1))
+    assert f"last 20 finished runs, 20 runs ({first.date()} .. {last.date()})" in after
+    assert "GSM8K_MIN: 0.55 → " + want in world.actions.objects[new_head].message

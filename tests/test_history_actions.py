@@ -10,6 +10,9 @@ from __future__ import annotations
 
 import io
 import json
+import math
+import re
+import shlex
 import zipfile
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
@@ -367,3 +370,106 @@ def test_cli_review_reads_the_configs_actions_source(
     review = json.loads(result.stdout)
     (row,) = review["gates"]
     assert row["proposed_failures"] == {"failed": sum(v < 0.803 for v in window), "total": 20}
+
+
+def add_values(repo: Repo, workflow: Workflow, values: list[float]) -> None:
+    """One nightly a day from ``START`` whose artifact claims each of ``values``."""
+    for i, value in enumerate(values):
+        run = repo.add_workflow_run(workflow, created_at=START + timedelta(days=i))
+        repo.add_artifact(run, ARTIFACT, archive(value))
+
+
+def stepped_down(before: int = 30, after: int = 8) -> list[float]:
+    """``before`` nights near 0.80, then ``after`` nights near 0.70."""
+    return [round(0.80 + 0.002 * (i % 3), 4) for i in range(before)] + [
+        round(0.70 + 0.002 * (i % 3), 4) for i in range(after)
+    ]
+
+
+def poison_a_pr_run(repo: Repo, workflow: Workflow, day: int) -> None:
+    """A PR's run of the workflow, newest of all, uploading a healthy-looking artifact."""
+    repo.branches["poison"] = repo.branches[repo.default_branch]
+    run = repo.add_workflow_run(
+        workflow, event="pull_request", branch="poison", created_at=START + timedelta(days=day)
+    )
+    repo.add_artifact(run, ARTIFACT, archive(0.99))
+
+
+def actions_config(tmp_path: Path) -> Path:
+    path = tmp_path / "config.yml"
+    path.write_text(
+        "sources:\n  nightly:\n    kind: actions\n    workflow: nightly.yml\n"
+        f"    artifact: {ARTIFACT}\n    file: results.json\ndefault_source: nightly\n"
+    )
+    return path
+
+
+def test_cli_drift_reads_the_configs_actions_source(
+    fake: FakeGitHub,
+    repo: Repo,
+    nightly: Workflow,
+    cli_env: None,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    values = stepped_down()
+    add_values(repo, nightly, values)
+    poison_a_pr_run(repo, nightly, len(values))  # would end the streak, were it read
+    monkeypatch.setenv("GITHUB_REPOSITORY", REPO)
+    config = actions_config(tmp_path)
+    (tmp_path / "nightly.sh").write_text(
+        'ACC_MIN=0.75\npython -m evals --asserts "accuracy >= $ACC_MIN"\n'
+    )
+
+    result = CliRunner().invoke(
+        app, ["drift", "--file", "nightly.sh", "--config", str(config), "--format", "json"]
+    )
+
+    assert result.exit_code == 1, result.output
+    (report,) = json.loads(result.stdout)["files"]
+    (gate,) = report["gates"]
+    recent = values[-30:]
+    assert (gate["status"], gate["streak"]) == ("drifting", 8)
+    assert (gate["failed"], gate["total"]) == (sum(v < 0.75 for v in recent), len(recent))
+    assert gate["since"] == (START + timedelta(days=30)).isoformat()
+    low = min(values[-8:])  # the rule over the current regime: 5% below its minimum
+    assert gate["new_value"] == f"{math.floor((low - 0.05 * low) * 100) / 100:.2f}"
+    # the markdown report's rebaseline command, run as printed, reads the same source
+    markdown = CliRunner().invoke(app, ["drift", "--file", "nightly.sh", "--config", str(config)])
+    (command,) = re.findall(r"^  ```sh\n  (.*)\n  ```$", markdown.stdout, re.MULTILINE)
+    args = shlex.split(command)
+    assert args[:2] == ["threshold-bot", "rebaseline"]
+    rebaselined = CliRunner().invoke(app, [*args[1:], "--dry-run"])
+    assert rebaselined.exit_code == 0, rebaselined.output
+    assert "-ACC_MIN=0.75" in rebaselined.stdout
+    assert f"+ACC_MIN={gate['new_value']}" in rebaselined.stdout
+
+
+def test_cli_backtest_reads_the_configs_actions_source(
+    fake: FakeGitHub,
+    repo: Repo,
+    nightly: Workflow,
+    cli_env: None,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    values = stepped_down(40, 20)
+    add_values(repo, nightly, values)
+    poison_a_pr_run(repo, nightly, len(values))
+    monkeypatch.setenv("GITHUB_REPOSITORY", REPO)
+    config = actions_config(tmp_path)
+    (tmp_path / "nightly.sh").write_text(
+        'ACC_MIN=0.60\npython -m evals --asserts "accuracy >= $ACC_MIN"\n'
+    )
+
+    result = CliRunner().invoke(
+        app, ["backtest", "--file", "nightly.sh", "--config", str(config), "--format", "json"]
+    )
+
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.stdout)
+    assert data["history"]["runs"] == len(values)  # the PR's run is not one of them
+    assert data["history"]["regime_changes"] >= 1
+    (gate,) = data["gates"]
+    assert (gate["name"], gate["runs"]) == ("ACC_MIN", len(values))
+    assert gate["harmful_changes"] == 1  # the step down, seen in the artifacts

@@ -40,6 +40,7 @@ if TYPE_CHECKING:
 FORK_PRS = "a fork PR's workflow gets no secrets: docs/cli.md#fork-prs"
 # each remote kind: its name in messages, the client library it needs
 CLIENTS = {"wandb": ("W&B", "wandb"), "mlflow": ("MLflow", "mlflow")}
+NAMES = {"wandb": "W&B", "mlflow": "MLflow", "actions": "GitHub Actions"}  # in error lines
 MLFLOW_SECRETS = ("MLFLOW_TRACKING_USERNAME", "MLFLOW_TRACKING_PASSWORD")
 
 
@@ -186,13 +187,19 @@ class LocalHistories:
 
     def fetch(self, spec: SourceSpec) -> History:
         """The runs of ``spec``: ``HistoryError`` when they cannot be read, ``UsageProblem``
-        when a requirement of the source is missing (or, ``strict``, it does not exist)."""
+        when a requirement of the source is missing (or, ``strict``, it does not exist),
+        such as the reader of an artifact's files (TensorBoard's: the ``actions`` extra)."""
         try:
             return self._fetch(spec)
         except HistoryNotFound as exc:
             if not self._strict:
                 raise
             raise UsageProblem(cli_wording(str(exc))) from None
+        except ModuleNotFoundError as exc:
+            hint = install_hint(exc)
+            if hint is None:  # not an optional library: a bug
+                raise
+            raise UsageProblem(f"{NAMES.get(spec.kind, spec.kind)}: {hint}") from None
 
     def _fetch(self, spec: SourceSpec) -> History:
         if spec.kind == "file":
