@@ -50,7 +50,7 @@ COMMANDS: dict[str, Entry] = {
     ),
     "export": Entry(
         "bot.cli.export:export_command",
-        "Export a W&B project's or an MLflow experiment's runs as a JSON Lines history.",
+        "Export a W&B project's, an MLflow experiment's or a workflow's runs as JSON Lines.",
     ),
     "serve": Entry(
         "bot.cli.serve:serve_command", "Run the webhook server with in-process workers."
