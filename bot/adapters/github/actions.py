@@ -126,13 +126,6 @@ class ActionsMixin(RepoAccess):
     """The Actions operations of ``GitHubClient``."""
 
     @translated
-    def default_branch(self, repo: str) -> str:
-        """The repository's default branch (``GET /repos/{owner}/{repo}``)."""
-        gh_repo = self._repo(repo)
-        _, data = gh_repo.requester.requestJsonAndCheck("GET", gh_repo.url)
-        return str(data.get("default_branch") or "main")
-
-    @translated
     def workflow_runs(
         self,
         repo: str,

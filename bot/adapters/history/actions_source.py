@@ -35,6 +35,7 @@ from datetime import UTC, datetime
 from typing import Protocol, runtime_checkable
 
 from bot.adapters.github.actions import Artifact, ArtifactExpired, ArtifactTooLarge, WorkflowRun
+from bot.adapters.github.api import RepoInfo
 from bot.adapters.github.errors import (
     GitHubError,
     GitHubForbidden,
@@ -56,7 +57,7 @@ Reader = Callable[[bytes, SourceSpec, artifacts.WorkflowRun], "Run | Skipped"]
 class ActionsAPI(Protocol):
     """What the source needs of a GitHub client (``GitHubClient`` has it)."""
 
-    def default_branch(self, repo: str) -> str: ...
+    def repository(self, repo: str) -> RepoInfo: ...
 
     def workflow_runs(
         self,
@@ -144,7 +145,7 @@ class ActionsSource:
         run_ids: Sequence[str],
         progress: Progress | None,
     ) -> list[SourceRun]:
-        branch = spec.branch or self.api.default_branch(repo)
+        branch = spec.branch or self.api.repository(repo).default_branch
         floor = (
             max(d for d in (since, spec.created_after) if d)
             if since or spec.created_after
