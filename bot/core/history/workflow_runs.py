@@ -9,11 +9,14 @@ fork's also the head repository test, so none of them enters the history.
 
 ``run_state`` maps a run's status and conclusion to a history state: a failed nightly is a
 failed run (its metrics are still read), one not yet completed is running.
+
+``bound_to`` reads a source for the repository reviewed: the App reads only that
+repository's artifacts, never those of a repository a config names.
 """
 
 from __future__ import annotations
 
-from bot.core.models import RunState
+from bot.core.models import RunState, SourceSpec
 
 _CONCLUSIONS: dict[str, RunState] = {
     "success": "finished",
@@ -47,3 +50,11 @@ def run_state(status: str, conclusion: str | None) -> RunState:
     if status != "completed":
         return "running"
     return _CONCLUSIONS.get(conclusion or "", "crashed")
+
+
+def bound_to(spec: SourceSpec, repo: str) -> SourceSpec | None:
+    """``spec`` read from ``repo`` (its ``repo`` set, so two repositories' nightlies of one
+    name are two sources); None when it names another repository (never read)."""
+    if spec.repo and spec.repo.lower() != repo.lower():
+        return None
+    return spec.model_copy(update={"repo": repo})

@@ -64,6 +64,7 @@ from bot.core.history.sources import (
     Rebindable,
     SourceRefused,
 )
+from bot.core.history.workflow_runs import bound_to
 from bot.core.models import (
     Conclusion,
     GateChange,
@@ -309,12 +310,13 @@ class HistoryRouter:
 
     def _fetch_actions(self, spec: SourceSpec) -> History:
         repo = self._repo or ""
-        if spec.repo and spec.repo.lower() != repo.lower():
+        bound = bound_to(spec, repo)
+        if bound is None:
             raise SourceRefused(
                 f"not read: the App reads the workflow artifacts of {repo or 'the repository'} "
                 f"only, not of {spec.repo}"
             )
-        spec = spec.model_copy(update={"repo": repo})
+        spec = bound
         if self._remote is None or not repo:
             raise HistoryUnavailable(f"{spec.describe()}: this server has no run cache")
         source = self._remote(spec)

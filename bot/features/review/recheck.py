@@ -30,6 +30,7 @@ from bot.adapters.store import approvals, drift, tracked
 from bot.adapters.store.tracked import Tracked
 from bot.core.access import SourcePolicy, guarded
 from bot.core.history.sources import HistoryError
+from bot.core.history.workflow_runs import bound_to
 from bot.core.models import SourceSpec
 from bot.core.retry import TransientError
 from bot.features.review.pull import RemoteHistory, ReviewOutcome, review_pull
@@ -222,12 +223,8 @@ def _resolved(pull: Tracked) -> Tracked:
     """``pull`` with its ``actions`` sources read from its own repository, as its review
     reads them (``repo`` set, so two repositories' nightlies of one name are two sources);
     one naming another repository, which the review refuses, is left out."""
-    kept = tuple(
-        spec.model_copy(update={"repo": pull.repo}) if spec.kind == "actions" else spec
-        for spec in pull.sources
-        if spec.kind != "actions" or not spec.repo or spec.repo.lower() == pull.repo.lower()
-    )
-    return replace(pull, sources=kept)
+    bound = (bound_to(s, pull.repo) if s.kind == "actions" else s for s in pull.sources)
+    return replace(pull, sources=tuple(s for s in bound if s is not None))
 
 
 def _actions_clients(pulls: Sequence[Tracked], github: GitHubFactory) -> dict[str, ActionsAPI]:
