@@ -52,5 +52,7 @@ class RepoView(Frozen):
     repo: str  # owner/name
     branch: str  # the default branch
     sha: str  # its head, where the files were read
+    url: str = ""  # the repository's web address (``html_url``): links to files and PRs
     files: tuple[FileView, ...] = ()
-    report_url: str = ""  # the repository's report page ("": not configured)
+    report_url: str = ""  # the page with the whole dashboard ("": not configured)
+    notes: tuple[str, ...] = ()  # what was asked through its checkboxes, newest first
