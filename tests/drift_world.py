@@ -34,7 +34,8 @@ from bot.adapters.store import deliveries
 from bot.app.runtime import Runtime, build
 from bot.app.web import create_app
 from bot.features.drift.rounds import drift_job
-from bot.features.drift.watch import WatchReport
+from bot.features.dashboard.write import DashboardStep
+from bot.features.drift.watch import Finish, WatchReport
 from tests.fakes.github_api import FakeGitHub
 from tests.fakes.github_state import Issue, IssueComment, Repo
 from tests.fakes.wandb_server import API_KEY, FakeRun, FakeWandb, serve
@@ -192,15 +193,17 @@ class World:
         assert (found.status, found.last_error) == ("done", None), found.last_error
         return found
 
-    def watch(self) -> WatchReport:
+    def watch(self, finish: Finish | None = None) -> WatchReport:
         """One round of the periodic drift watch, as the scheduler runs it every
-        RECHECK_SECONDS (again while a periodic round holds a file's lease)."""
+        RECHECK_SECONDS (again while a periodic round holds a file's lease), with the App's
+        dashboard step (or ``finish``)."""
         job = drift_job(
             self.settings,
             self.runtime.sessions,
             self.runtime.worker.github,
             self.runtime.worker.history,
             self.runtime.locks,
+            finish or DashboardStep.of(self.settings),
         )
         deadline = time.monotonic() + 30
         report = job()
@@ -247,6 +250,7 @@ class World:
                 "number": number,
                 "pull_request.number": number,
                 "pull_request.merged": pr.merged,
+                "pull_request.merged_at": pr.merged_at.isoformat() if pr.merged_at else None,
                 "pull_request.merge_commit_sha": pr.merge_commit_sha,
                 "pull_request.head.sha": pr.head_sha,
                 "pull_request.head.ref": pr.head_ref,

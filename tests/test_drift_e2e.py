@@ -357,6 +357,9 @@ def test_merging_the_pull_request_closes_the_issue(rebaselined: Rebaselined, wor
     assert f"#{number}" in closing.body and "closing" in closing.body
     item = records.get(world.runtime.sessions, repo.full_name, SCRIPT)
     assert item is not None and item.state == "idle"
+    merged_at = repo.pr(number).merged_at  # kept as the file's last rebaseline
+    assert merged_at is not None
+    assert (item.rebaselined, item.rebaselined_at) == (number, merged_at.replace(tzinfo=None))
     # the next night passes the new value: a round opens nothing
     tonight = story.nightly.run(DROP)
     assert tonight[LOSS] >= float(rebaselined.value)

@@ -134,6 +134,9 @@ class Settings(BaseSettings):
     drift_watch: bool = True
     drift_max_files: int = Field(default=50, ge=1, le=1000)
     drift_min_rate_remaining: int = Field(default=200, ge=0)
+    # the threshold dashboard (docs/dashboard.md) of every watched repository ("all"), or only
+    # of those whose config says ``dashboard: on`` ("off"); a config's ``dashboard: off`` wins
+    dashboard: Literal["off", "all"] = "off"
     # each round's budgets (bot.core.budget): the working seconds and threshold-file bytes
     # one repository, and one installation, may spend; what is cut resumes next round
     drift_repository_seconds: float = Field(default=10.0, gt=0)

@@ -36,6 +36,7 @@ from bot.app.worker import Supervisor, Worker
 from bot.core.history.sources import HistoryFactory
 from bot.core.routing import Router
 from bot.features.context import HandlerContext
+from bot.features.dashboard.write import DashboardStep
 from bot.features.drift.rounds import drift_job
 from bot.features.redelivery import HookDeliveries, redelivery_job
 from bot.features.review.recheck import recheck_job
@@ -123,7 +124,9 @@ def build(
         "recheck", period, recheck_job(settings, sessions, worker.github, worker.history, locks)
     )
     if settings.drift_watch:  # bot.features.drift: failing gates on default branches
-        watch = drift_job(settings, sessions, worker.github, worker.history, locks)
+        watch = drift_job(
+            settings, sessions, worker.github, worker.history, locks, DashboardStep.of(settings)
+        )
         scheduler.add("drift", period, lambda: metrics.record_drift(watch()))
     if settings.redelivery_seconds > 0:  # bot.features.redelivery: failed deliveries
         redeliver = redelivery_job(settings, sessions, _app_hooks(settings))

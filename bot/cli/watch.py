@@ -22,6 +22,7 @@ from bot.adapters.store.db import init_db, make_engine
 from bot.adapters.store.schema import SchemaError
 from bot.app import logs, owners
 from bot.cli.errors import fail
+from bot.features.dashboard.write import DashboardStep
 from bot.features.drift.rounds import remote_sources, watch_round
 from bot.features.drift.watch import WatchOptions
 
@@ -59,7 +60,7 @@ def watch_command(
             sessions,
             client_factory(settings),
             remote_sources(settings, source_factory(settings, sessions)),
-            WatchOptions.of(settings, locks),
+            WatchOptions.of(settings, locks, DashboardStep.of(settings)),
             repos=frozenset(repo or ()),
         )
     finally:
@@ -72,6 +73,8 @@ def watch_command(
             number = f" #{acted.number}" if acted.number else ""
             detail = f" ({acted.detail})" if acted.detail else ""
             typer.echo(f"{watched.repo}: {acted.file}: {acted.action}{number}{detail}")
+        if watched.finished:
+            typer.echo(f"{watched.repo}: {watched.finished}")
     for installation in report.stopped_early:
         typer.echo(f"installation {installation}: stopped early (rate limit)")
     for cut in report.cut:

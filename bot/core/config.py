@@ -292,6 +292,9 @@ class RepoConfig(_Strict):
     # the App's interactive report page linked from the comment (on/off; the operator decides
     # whether the App serves reports at all, and for private repositories)
     report: bool = Field(default=True, strict=True)
+    # the threshold dashboard issue (docs/dashboard.md): on/off; unset (None): the App's
+    # DASHBOARD setting.  Lenient as ``drift:``: another value is a drift problem, unset.
+    dashboard: bool | None = Field(default=None, strict=True)
 
     @field_validator("charts", mode="before")
     @classmethod
@@ -303,6 +306,23 @@ class RepoConfig(_Strict):
     def _on_off(cls, value: object) -> object:
         words = {"on": True, "off": False}  # quoted, or read by a YAML 1.2 parser
         return words.get(value.strip().lower(), value) if isinstance(value, str) else value
+
+    @model_validator(mode="wrap")
+    @classmethod
+    def _lenient_dashboard(
+        cls, value: object, handler: ModelWrapValidatorHandler[RepoConfig]
+    ) -> Any:
+        if not isinstance(value, dict) or "dashboard" not in value:
+            return handler(value)
+        given = value["dashboard"]
+        words = {"on": True, "off": False}  # quoted, or read by a YAML 1.2 parser
+        setting = words.get(given.strip().lower(), given) if isinstance(given, str) else given
+        if isinstance(setting, bool) or setting is None:
+            return handler({**value, "dashboard": setting})
+        config = handler({k: v for k, v in value.items() if k != "dashboard"})
+        problem = f"dashboard: expected on or off, not {_given(given)} — using the App's setting"
+        drift = config.drift.model_copy(update={"problems": (*config.drift.problems, problem)})
+        return config.model_copy(update={"drift": drift})
 
     @field_validator("shell", "python", mode="before")
     @classmethod
@@ -619,6 +639,11 @@ def config_schema() -> dict[str, Any]:
         ],
         "default": "mermaid",
         "title": "Charts",
+    }
+    props["dashboard"] = {
+        "anyOf": [{"type": "boolean"}, {"enum": ["on", "off"]}, {"type": "null"}],
+        "default": None,
+        "title": "Dashboard",
     }
     props["report"] = {
         "anyOf": [{"type": "boolean"}, {"enum": ["on", "off"]}],

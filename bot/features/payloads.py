@@ -8,6 +8,7 @@ the same way again).
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -211,6 +212,7 @@ class ClosedPull(Payload):
 
     number: int
     merged: bool = False
+    merged_at: datetime | None = None
 
 
 class ClosedPullEvent(Payload):
@@ -227,6 +229,7 @@ class PushRepository(Payload):
     default_branch: str = "main"
     private: bool = False
     archived: bool = False
+    html_url: str = ""
 
 
 class PushCommit(Payload):

@@ -103,6 +103,7 @@ class RepoInfo:
     default_branch: str
     private: bool
     archived: bool = False
+    url: str = ""  # its web address (``html_url``): "" when the listing did not say
 
 
 @dataclass(frozen=True)

@@ -119,4 +119,5 @@ def _repo_info(data: dict[str, Any]) -> RepoInfo:
         default_branch=str(data.get("default_branch") or "main"),
         private=bool(data.get("private")),
         archived=bool(data.get("archived")),
+        url=str(data.get("html_url") or ""),
     )

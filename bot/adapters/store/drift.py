@@ -68,6 +68,9 @@ class DriftItemRow(Base):
     opened_at: Mapped[datetime | None] = mapped_column(DateTime, nullable=True)
     updated_at: Mapped[datetime] = mapped_column(DateTime)
     closed_at: Mapped[datetime | None] = mapped_column(DateTime, nullable=True)
+    # the file's last rebaseline PR the watch opened and saw merged, and when it was merged
+    rebaselined: Mapped[int | None] = mapped_column(Number, nullable=True)
+    rebaselined_at: Mapped[datetime | None] = mapped_column(DateTime, nullable=True)
     lease_owner: Mapped[str | None] = mapped_column(Clipped(100), nullable=True)
     lease_until: Mapped[datetime | None] = mapped_column(DateTime, nullable=True)
 
@@ -91,6 +94,8 @@ class DriftItem:
     dismissed: str = ""  # the drift of an item a maintainer closed: not opened again
     opened_at: datetime | None = None
     closed_at: datetime | None = None
+    rebaselined: int | None = None  # the last rebaseline PR merged (kept across items)
+    rebaselined_at: datetime | None = None  # when it was merged
 
     def opened(self, *, mode: str, issue: int | None = None, pull: int | None = None) -> DriftItem:
         """This item, open as ``mode`` with these numbers (a new item: nothing written yet)."""
@@ -129,6 +134,11 @@ class DriftItem:
             closed_at=now_utc(),
         )
 
+    def merged(self, pull: int, at: datetime | None = None) -> DriftItem:
+        """This item closed by the merge of its rebaseline PR ``pull`` (at ``at``, naive
+        UTC; None: now), which is kept as the file's last rebaseline."""
+        return replace(self.closed(), rebaselined=pull, rebaselined_at=at or now_utc())
+
 
 def _public(row: DriftItemRow) -> DriftItem:
     return DriftItem(
@@ -147,6 +157,8 @@ def _public(row: DriftItemRow) -> DriftItem:
         dismissed=row.dismissed,
         opened_at=row.opened_at,
         closed_at=row.closed_at,
+        rebaselined=row.rebaselined,
+        rebaselined_at=row.rebaselined_at,
     )
 
 
@@ -220,6 +232,8 @@ def save(sessions: Sessions, item: DriftItem, owner: str) -> bool:
                 dismissed=item.dismissed,
                 opened_at=item.opened_at,
                 closed_at=item.closed_at,
+                rebaselined=item.rebaselined,
+                rebaselined_at=item.rebaselined_at,
                 updated_at=now_utc(),
             )
         )

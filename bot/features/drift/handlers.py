@@ -12,6 +12,7 @@
 
 from __future__ import annotations
 
+from datetime import UTC
 from typing import Any
 
 from bot.adapters.github.api import RepoInfo
@@ -69,6 +70,7 @@ def on_push(ctx: HandlerContext, payload: dict[str, Any]) -> None:
         full_name=repository.full_name,
         default_branch=repository.default_branch,
         private=repository.private,
+        url=repository.html_url,
     )
     gh = ctx.installation_client()
     done = watch_repository(
@@ -106,7 +108,9 @@ def on_pull_closed(ctx: HandlerContext, payload: dict[str, Any]) -> None:
     try:
         if event.pull_request.merged:
             place = _place(ctx, repo, options)
-            close(place, claimed, "merged", pull=number)
+            at = event.pull_request.merged_at
+            merged_at = at.astimezone(UTC).replace(tzinfo=None) if at and at.tzinfo else at
+            close(place, claimed, "merged", pull=number, merged_at=merged_at)
             ctx.log.info("drift watch: %s#%d merged: %s closed", repo, number, item.file)
         else:
             records.save(ctx.sessions, claimed.pull_closed(), options.owner)

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import logging
 from dataclasses import replace
+from datetime import datetime
 from typing import Literal
 
 from bot.adapters.github.errors import GitHubForbidden
@@ -132,12 +133,18 @@ def _write_issue(
 
 
 def close(
-    place: Place, item: DriftItem, reason: Literal["passing", "merged"], pull: int | None = None
+    place: Place,
+    item: DriftItem,
+    reason: Literal["passing", "merged"],
+    pull: int | None = None,
+    merged_at: datetime | None = None,
 ) -> Acted:
     """Close the item's issue and PR with a comment saying why; the record goes idle.
 
-    ``pull``: the PR whose merge closes it.  A PR GitHub already closed is left alone, and
-    one already merged (its ``push`` handled before its ``closed`` event) makes it a merge."""
+    ``pull``: the PR whose merge closes it (merged at ``merged_at``, naive UTC; None: now),
+    kept on the record as the file's last rebaseline.  A PR GitHub already closed is left
+    alone, and one already merged (its ``push`` handled before its ``closed`` event) makes
+    it a merge."""
     if pull is None and item.pull is not None:
         found = place.gh.pull(place.repo, item.pull)
         if found.state != "open":
@@ -149,5 +156,8 @@ def close(
             continue
         place.gh.upsert_comment(place.repo, number, comment, CLOSED_MARKER)
         place.gh.update_issue(place.repo, number, state="closed")
-    records.save(place.sessions, item.closed(), place.owner)
+    done = item.closed()
+    if reason == "merged" and (pull or item.pull) is not None:
+        done = item.merged(pull or item.pull or 0, merged_at)
+    records.save(place.sessions, done, place.owner)
     return Acted(item.file, "closed", item.issue or item.pull)

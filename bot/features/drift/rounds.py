@@ -30,6 +30,7 @@ from bot.core.budget import Budget, BudgetSpent
 from bot.core.history.sources import HistoryFactory
 from bot.features.drift.watch import (
     Cut,
+    Finish,
     RepoWatch,
     WatchOptions,
     WatchReport,
@@ -240,9 +241,11 @@ def drift_job(
     github: GitHubFactory,
     history: HistoryFactory,
     locks: Locks,
+    finish: Finish | None = None,
 ) -> Callable[[], WatchReport]:
-    """The periodic job: one ``watch_round`` with the App's settings."""
-    options = WatchOptions.of(settings, locks)
+    """The periodic job: one ``watch_round`` with the App's settings (and ``finish``, the
+    step after each repository whose every file was visited: the dashboard)."""
+    options = WatchOptions.of(settings, locks, finish)
     remote_for = remote_sources(settings, history)
 
     def job() -> WatchReport:

@@ -5,7 +5,8 @@ For one repository (in a round, and for a ``push`` to the default branch that to
 threshold, config or history file): the default branch's head SHA (one request), its
 config and file list, then per file: read (cached per SHA, ``bot.features.drift.read``), its
 histories (W&B and MLflow through the run cache; history files read at the head, cached per
-SHA), ``Evaluation.file`` and ``act``.  A ``Budget`` given (the round's) cuts the work at a
+SHA), ``Evaluation.file`` and ``act``; then, when the call visited every file, the
+``finish`` step of its options (the dashboard: ``bot.features.dashboard.write``).  A ``Budget`` given (the round's) cuts the work at a
 file, which the next call resumes from (``start``).  With warm caches and nothing new, a
 repository costs one GitHub request.
 """
@@ -19,7 +20,7 @@ import threading
 from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
-from typing import Literal
+from typing import Literal, Protocol
 
 from sqlalchemy.orm import Session, sessionmaker
 
@@ -29,9 +30,10 @@ from bot.adapters.locks import Locks
 from bot.adapters.settings import Settings
 from bot.core.budget import Budget, BudgetSpent, Limits
 from bot.core.commands import Command
+from bot.core.config import RepoConfig
 from bot.core.history.sources import HistoryFactory, HistorySource
 from bot.core.models import History, SourceSpec
-from bot.features.drift.evaluate import Evaluation
+from bot.features.drift.evaluate import Evaluation, FileDrift
 from bot.features.drift.items import act
 from bot.features.drift.place import Acted, Place
 from bot.features.drift.read import BranchCache, BranchFiles, list_branch, read_file
@@ -59,10 +61,11 @@ class WatchOptions:
         default_factory=Limits
     )  # one repository's share of a round (bot.core.budget)
     installation: Limits = field(default_factory=Limits)
+    finish: Finish | None = None  # the step after every file was visited (the dashboard)
 
     @classmethod
-    def of(cls, settings: Settings, locks: Locks) -> WatchOptions:
-        """The options ``settings`` set, reviewing under ``locks``."""
+    def of(cls, settings: Settings, locks: Locks, finish: Finish | None = None) -> WatchOptions:
+        """The options ``settings`` set, reviewing under ``locks``, with ``finish``."""
         return cls(
             max_bytes=settings.max_threshold_file_bytes,
             locks=locks,
@@ -77,7 +80,38 @@ class WatchOptions:
                 seconds=settings.drift_installation_seconds,
                 bytes=settings.drift_installation_bytes,
             ),
+            finish=finish,
         )
+
+
+@dataclass(frozen=True)
+class Visited:
+    """A repository whose every threshold file a watch visited: what ``Finish`` gets."""
+
+    gh: GitHubAPI
+    sessions: sessionmaker[Session]
+    installation_id: int
+    info: RepoInfo
+    branch: BranchFiles  # the default branch as read at its head
+    drifts: tuple[FileDrift, ...]  # every file evaluated, in the order visited
+    budget: Budget  # the repository's (a step's requests are charged to it, never cut)
+    owner: str  # this worker's lease owner id
+    lease_seconds: float
+    fresh: bool = True  # whether anything was evaluated anew
+
+
+class Finish(Protocol):
+    """A step after a watch visited every file of a repository (``bot.features.dashboard``
+    injects the dashboard's, so the drift watch does not depend on it)."""
+
+    def wanted(self, config: RepoConfig) -> bool:
+        """Whether the step runs for the repository of ``config`` (even with ``drift.mode:
+        off``: then its files are evaluated for it alone)."""
+        ...
+
+    def __call__(self, visited: Visited) -> str:
+        """Run it; what it did, in a few words ("": nothing)."""
+        ...
 
 
 @dataclass(frozen=True)
@@ -89,6 +123,7 @@ class RepoWatch:
     problem: str = ""  # the repository could not be watched (GitHub failed)
     cut: BudgetSpent | None = None  # a budget ran out before every file was visited
     resume: str = ""  # then: the file the next round starts at
+    finished: str = ""  # what the ``finish`` step did ("": nothing)
 
 
 @dataclass(frozen=True)
@@ -204,7 +239,10 @@ def watch_repository(
             return _cut(RepoWatch(repo), exc, start)
         BRANCHES.put(branch)
     settings = branch.config.drift
-    if settings.mode == "off" and command is None:
+    finish = options.finish if only is None and command is None else None
+    if finish is not None and not finish.wanted(branch.config):
+        finish = None
+    if settings.mode == "off" and command is None and finish is None:
         return RepoWatch(repo)
     paths = [p for p in branch.paths if only is None or p == only]
     history = HistoryRouter(
@@ -215,6 +253,7 @@ def watch_repository(
     )
     evaluation = Evaluation(branch.config, history)
     acted: list[Acted] = []
+    drifts: list[FileDrift] = []
     for index, path in enumerate(rotated(paths, start)):
         over = budget.spent()  # files and bytes limit reads; what is read here costs time
         if over is not None and (over.limit == "seconds" or path not in branch.read):
@@ -241,6 +280,7 @@ def watch_repository(
             continue
         if drift is None:
             continue  # no gates in it
+        drifts.append(drift)
         if drift.report is None:
             log.warning("drift watch: %s: %s not evaluated: %s", repo, path, drift.problem)
         with budget.counted():  # an item is never cut half-written
@@ -252,7 +292,20 @@ def watch_repository(
                     command,
                 )
             )
-    return RepoWatch(repo, tuple(acted))
+    if finish is None:
+        return RepoWatch(repo, tuple(acted))
+    visited = Visited(
+        gh,
+        sessions,
+        installation_id,
+        info,
+        branch,
+        tuple(drifts),
+        budget,
+        owner=options.owner,
+        lease_seconds=options.lease_seconds,
+    )
+    return RepoWatch(repo, tuple(acted), finished=finish(visited))
 
 
 def rotated(paths: Sequence[str], start: str) -> list[str]:

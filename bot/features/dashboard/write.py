@@ -1,0 +1,224 @@
+"""Write one repository's threshold dashboard issue, once, and only when what it shows changed.
+
+At the end of a watch round that visited every file (``bot.features.drift.watch``), the view
+is gathered (``gather``), rendered (``bot.core.dashboard.body``) and compared with the
+fingerprint of the body last written (the store's ``dashboards`` record): the same, nothing is
+sent to GitHub.  Otherwise the worker *claims* the record (a lease, as the drift items do), so
+two workers or a round and a webhook never write it at once, and
+
+- the issue recorded is edited in place (``PATCH``, its body only);
+- with none recorded, the App's OWN open issue carrying ``DASHBOARD_MARKER`` is found again
+  (``find_items``: written by this App, so an issue anyone else writes with the marker is never
+  adopted) and edited; only when there is none is an issue created (title
+  ``DASHBOARD_TITLE``).  A worker that died between creating the issue and saving the record
+  leaves an issue the next one finds by its marker: never a second dashboard;
+- a dashboard a maintainer closed is never reopened and never replaced: its body goes on being
+  edited in place when what it shows changes (an edit notifies no one), so reopening it shows
+  the current state; ``dashboard: off`` stops it (the issue is left as it is);
+- an issue deleted since (404) is forgotten, and the next write creates a new one;
+- without the ``issues`` permission (403) nothing is written: one log line, recorded with what
+  it would have shown, tried again when that changes.
+
+A round with nothing new costs no request and, when the round evaluated nothing anew
+(``fresh`` False) and the records it reads are as they were, not even the rendering: the
+fingerprint of what this process last rendered from the same inputs is reused.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import threading
+from collections import OrderedDict
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from typing import Literal
+
+from sqlalchemy.orm import Session, sessionmaker
+
+from bot.adapters.github.api import GitHubAPI, IssueRef, RepoInfo
+from bot.adapters.settings import Settings
+from bot.adapters.github.errors import GitHubForbidden, GitHubNotFound
+from bot.adapters.store import dashboards
+from bot.adapters.store import drift as records
+from bot.adapters.store.dashboards import Dashboard
+from bot.adapters.store.drift import DriftItem
+from bot.core.config import RepoConfig
+from bot.core.dashboard.body import (
+    DASHBOARD_MARKER,
+    DASHBOARD_TITLE,
+    dashboard_body,
+    dashboard_fingerprint,
+)
+from bot.features.dashboard.gather import gather
+from bot.features.drift.place import NO_ISSUES
+from bot.features.drift.read import BranchFiles
+from bot.features.drift.watch import Visited
+
+log = logging.getLogger(__name__)
+
+Action = Literal["opened", "updated", "unchanged", "busy", "forbidden"]
+CLOSED = "closed by a maintainer: kept up to date in place, never reopened"
+REMEMBERED = 4096  # repositories whose last rendering this process keeps (``_Rendered``)
+
+
+@dataclass(frozen=True)
+class Written:
+    """What ``write_dashboard`` did."""
+
+    action: Action
+    number: int | None = None  # the dashboard issue
+    detail: str = ""
+
+
+def dashboard_on(config: RepoConfig, everywhere: bool) -> bool:
+    """Whether ``config``'s repository has a dashboard: its ``dashboard:`` when set (an
+    explicit ``off`` wins over the App's ``DASHBOARD=all``), else ``everywhere``."""
+    return everywhere if config.dashboard is None else config.dashboard
+
+
+@dataclass(frozen=True)
+class DashboardStep:
+    """The drift watch's ``finish`` step that writes the dashboard (``everywhere``: the App's
+    ``DASHBOARD=all``)."""
+
+    everywhere: bool = False
+
+    @classmethod
+    def of(cls, settings: Settings) -> DashboardStep:
+        """The step as the App's settings ask."""
+        return cls(everywhere=settings.dashboard == "all")
+
+    def wanted(self, config: RepoConfig) -> bool:
+        return dashboard_on(config, self.everywhere)
+
+    def __call__(self, visited: Visited) -> str:
+        written = write_dashboard(visited)
+        if written.action in ("unchanged", "busy"):
+            return ""
+        number = f" #{written.number}" if written.number else ""
+        log.info("drift watch: %s: dashboard %s%s", visited.info.full_name, written.action, number)
+        return f"dashboard {written.action}{number}"
+
+
+class _Rendered:
+    """Per repository: the inputs of the last body this process rendered, and its
+    fingerprint (bounded: the ``REMEMBERED`` most recent repositories)."""
+
+    def __init__(self, size: int = REMEMBERED) -> None:
+        self._size = size
+        self._items: OrderedDict[str, tuple[str, str]] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def get(self, repo: str, inputs: str) -> str | None:
+        with self._lock:
+            found = self._items.get(repo)
+            return found[1] if found is not None and found[0] == inputs else None
+
+    def put(self, repo: str, inputs: str, fingerprint: str) -> None:
+        with self._lock:
+            self._items[repo] = (inputs, fingerprint)
+            self._items.move_to_end(repo)
+            while len(self._items) > self._size:
+                self._items.popitem(last=False)
+
+
+RENDERED = _Rendered()
+
+
+def write_dashboard(visited: Visited) -> Written:
+    """Bring the dashboard issue of ``visited.info`` up to date with the watch that visited
+    every file of it (see the module doc).  The requests are charged to its budget and never
+    cut."""
+    gh, sessions, info, branch = visited.gh, visited.sessions, visited.info, visited.branch
+    repo, owner = info.full_name, visited.owner
+    with visited.budget.counted():
+        record = dashboards.get(sessions, repo)
+        items = records.of_repo(sessions, repo)
+        notes = record.notes if record is not None else ()
+        inputs = _inputs(info, branch, items, notes)
+        shown = record.fingerprint if record is not None else ""
+        if (
+            not visited.fresh
+            and record is not None
+            and (record.issue is not None or record.note == NO_ISSUES)
+            and RENDERED.get(repo, inputs) == shown
+        ):
+            return Written("unchanged", record.issue)
+        body = dashboard_body(gather(info, branch, visited.drifts, items, notes=notes))
+        fingerprint = dashboard_fingerprint(body)
+        RENDERED.put(repo, inputs, fingerprint)
+        if record is not None and record.fingerprint == fingerprint:
+            if record.issue is not None or record.note == NO_ISSUES:
+                return Written("unchanged", record.issue)
+        claimed = dashboards.claim(
+            sessions,
+            repo=repo,
+            installation_id=visited.installation_id,
+            owner=owner,
+            seconds=visited.lease_seconds,
+        )
+        if claimed is None:
+            return Written("busy", detail="another worker is writing it")
+        try:
+            return _write(gh, sessions, claimed, body, fingerprint, owner)
+        finally:
+            dashboards.release(sessions, repo, owner)
+
+
+def _write(
+    gh: GitHubAPI,
+    sessions: sessionmaker[Session],
+    record: Dashboard,
+    body: str,
+    fingerprint: str,
+    owner: str,
+) -> Written:
+    """Edit, find again or create the dashboard issue of ``record.repo`` (under its lease)."""
+    repo = record.repo
+    if record.fingerprint == fingerprint and record.issue is not None:
+        return Written("unchanged", record.issue)  # another worker wrote it meanwhile
+    try:
+        ref, action = _issue(gh, record, body)
+    except GitHubForbidden as exc:
+        if record.note != NO_ISSUES:
+            log.warning("%s: %s: no threshold dashboard (%s)", repo, NO_ISSUES, exc)
+        dashboards.save(
+            sessions, replace(record, fingerprint=fingerprint, note=NO_ISSUES), owner
+        )
+        return Written("forbidden", detail=NO_ISSUES)
+    note = CLOSED if ref.state == "closed" else ""
+    if note and record.note != note:
+        log.info("%s: the threshold dashboard #%d is %s", repo, ref.number, CLOSED)
+    written = replace(record, issue=ref.number, body=body, fingerprint=fingerprint, note=note)
+    dashboards.save(sessions, written, owner)
+    return Written(action, ref.number)
+
+
+def _issue(gh: GitHubAPI, record: Dashboard, body: str) -> tuple[IssueRef, Action]:
+    repo = record.repo
+    if record.issue is not None:
+        try:
+            return gh.update_issue(repo, record.issue, body=body), "updated"
+        except GitHubNotFound:
+            log.warning("%s: the threshold dashboard #%d is gone: a new one", repo, record.issue)
+    found = [ref for ref in gh.find_items(repo, DASHBOARD_MARKER) if not ref.is_pull]
+    if found:
+        return gh.update_issue(repo, found[0].number, body=body), "updated"
+    return gh.create_issue(repo, DASHBOARD_TITLE, body, DASHBOARD_MARKER), "opened"
+
+
+def _inputs(
+    info: RepoInfo, branch: BranchFiles, items: Sequence[DriftItem], notes: tuple[str, ...]
+) -> str:
+    """What the view is gathered from besides the evaluations (the same at the same head
+    while nothing is evaluated anew), summarised."""
+    shown = [
+        (i.file, i.state, i.issue, i.pull, i.rebaselined, str(i.rebaselined_at))
+        for i in items
+    ]
+    data = json.dumps(
+        [info.full_name, info.default_branch, info.url, branch.sha, shown, list(notes)]
+    )
+    return hashlib.sha256(data.encode()).hexdigest()
