@@ -33,8 +33,8 @@ from bot.adapters.settings import Settings
 from bot.adapters.store import deliveries
 from bot.app.runtime import Runtime, build
 from bot.app.web import create_app
-from bot.features.drift.rounds import drift_job
 from bot.features.dashboard.write import DashboardStep
+from bot.features.drift.rounds import drift_job
 from bot.features.drift.watch import Finish, WatchReport
 from tests.fakes.github_api import FakeGitHub
 from tests.fakes.github_state import Issue, IssueComment, Repo

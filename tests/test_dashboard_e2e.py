@@ -36,6 +36,7 @@ from tests.drift_world import (
     nightly_script,
     open_world,
 )
+from tests.fakes.github_shapes import WEB
 from tests.fakes.github_state import Issue, Repo
 from tests.test_drift_e2e import DROP, MIN_FAILURES, PER_REGIME, REGIMES, START
 
@@ -44,7 +45,7 @@ pytestmark = pytest.mark.servers
 TRAIN, EVAL = "TRAIN_ACC_MIN_VALUE", "EVAL_ACC_MIN_VALUE"
 LOOKBACK = 30  # rule.failure_lookback's default
 HEALTHY = ("AVG_NUM_TOKENS_MAX_VALUE", "LOGPROBS_DIFF_MAX_VALUE", "STEP_TIME_MAX_VALUE")
-EVAL_METRIC = GATES[EVAL][0]
+EVAL_METRIC, LOSS = GATES[EVAL][0], GATES[TRAIN][0]
 TOKENS, STEP = GATES["AVG_NUM_TOKENS_MAX_VALUE"][0], GATES["STEP_TIME_MAX_VALUE"][0]
 # the seed's regimes, with tokens and step time steady (so their gates can be healthy)
 SEED_REGIMES = [
@@ -75,7 +76,7 @@ class Seed:
 
     @property
     def repo_url(self) -> str:
-        return f"https://github.com/{self.repo.full_name}"
+        return f"{WEB}/{self.repo.full_name}"
 
 
 def seed_repository(world: World, name: str, config: str = ON) -> tuple[Repo, Nightly]:
@@ -207,7 +208,9 @@ def test_the_seed_dashboard_puts_each_gate_where_its_history_says(seed: Seed) ->
 
 def test_the_dashboard_links_the_open_drift_issue(seed: Seed) -> None:
     (item,) = issues_by_app(seed.repo, f"Nightly thresholds failing: {SCRIPT}")
-    (train_line,) = lines_naming(section(the_dashboard(seed.repo).body, "## Needs attention"), TRAIN)
+    (train_line,) = lines_naming(
+        section(the_dashboard(seed.repo).body, "## Needs attention"), TRAIN
+    )
     assert f"]({seed.repo_url}/issues/{item.number})" in train_line
 
 
@@ -249,6 +252,90 @@ def test_a_new_run_that_changes_what_it_shows_edits_the_same_issue(
     assert len(issues_by_app(seed.repo, DASHBOARD_TITLE)) == 1
 
 
+def test_a_merged_rebaseline_shows_on_the_dashboard_with_its_date(world: World) -> None:
+    repo, nightly = seed_repository(world, "octo/rebaselined")
+    for _night in range(MIN_FAILURES):
+        run(nightly)
+        world.watch()
+    (item,) = issues_by_app(repo, f"Nightly thresholds failing: {SCRIPT}")
+    pulls = set(repo.pulls)
+    world.comment_on_issue(repo, item, "alice", "/rebaseline")
+    (number,) = set(repo.pulls) - pulls
+    before = repo.head("main")
+    repo.merge_pr(number)
+    world.pull_closed(repo, number)
+    world.push(repo, before, [SCRIPT])
+    run(nightly)
+    world.watch()
+    merged_at = repo.pr(number).merged_at
+    assert merged_at is not None
+    body = the_dashboard(repo).body
+    placed = body[: body.index("## Detected threshold files")]
+    (line,) = lines_naming(placed, TRAIN)  # in whichever section its history puts it
+    assert f"Last rebaselined {day_month_year(merged_at)} in [" in line
+    assert f"]({WEB}/{repo.full_name}/pull/{number})" in line
+
+
+# --------------------------------------------------------------------------- each kind of gate
+
+STEADY = {**SEED_REGIMES[-1], LOSS: 0.345, TOKENS: 265.0}
+KIND_LITERALS = {"AVG_NUM_TOKENS_MAX_VALUE": "290", "LOGPROBS_DIFF_MAX_VALUE": "0.0175"}
+KIND_NIGHTS, KIND_DROP_AT, KIND_FLAKY = 24, 20, (5, 11, 16, 21)
+
+
+def test_one_gate_of_each_kind_lands_in_its_section(world: World) -> None:
+    """TRAIN drifts (the rewards drop for the last nights), STEP_TIME has no data (its metric
+    is never logged), EVAL fails on scattered nights, AVG_NUM_TOKENS' 290 would pass a harmful
+    move of its tokens, LOGPROBS' 0.018 fits its history."""
+    project = "kinds_ci"
+    repo = world.github.add_repo(
+        "octo/kinds",
+        installation_id=INSTALLATION,
+        files={SCRIPT: nightly_script(project, **KIND_LITERALS), CONFIG: ON},
+        date=START - timedelta(days=30),
+    )
+    nightly = world.nightly(repo, project, START)
+    for night in range(KIND_NIGHTS):
+        if night == KIND_DROP_AT:
+            nightly.merge("Drop partial reward credit", {"r.py": "X = 1\n"}, branch="drop")
+        levels = {k: v for k, v in STEADY.items() if k != STEP}  # STEP: never logged
+        if night >= KIND_DROP_AT:
+            levels[LOSS] = 0.290
+        if night in KIND_FLAKY:
+            levels[EVAL_METRIC] = 0.540
+        nightly.run(levels)
+    world.watch()
+    body = the_dashboard(repo).body
+    values = nightly.values
+    assert all(STEP not in v for v in values)  # no data
+    assert [i for i, v in enumerate(values) if v[LOSS] < float(LITERALS[TRAIN])] == list(
+        range(KIND_DROP_AT, KIND_NIGHTS)
+    )
+    assert [i for i, v in enumerate(values) if v[EVAL_METRIC] < float(LITERALS[EVAL])] == list(
+        KIND_FLAKY
+    )
+    tokens = [v[TOKENS] for v in values]
+    # the rule's value (the maximum plus 5%) is stricter than the tokens' 290, which a
+    # harmful move of 5% from the median would pass; not than LOGPROBS', which every run passes
+    assert max(tokens) * 1.05 < float(KIND_LITERALS["AVG_NUM_TOKENS_MAX_VALUE"])
+    assert sorted(tokens)[len(tokens) // 2] * 1.05 < float(
+        KIND_LITERALS["AVG_NUM_TOKENS_MAX_VALUE"]
+    )
+    logprobs = [v[GATES["LOGPROBS_DIFF_MAX_VALUE"][0]] for v in values]
+    literal = float(KIND_LITERALS["LOGPROBS_DIFF_MAX_VALUE"])
+    assert max(logprobs) <= literal < max(logprobs) * 1.05
+    places = {
+        "## Needs attention": {TRAIN, "STEP_TIME_MAX_VALUE"},
+        "## Flaky": {EVAL},
+        "## Looser than the history supports": {"AVG_NUM_TOKENS_MAX_VALUE"},
+    }
+    for heading, names in places.items():
+        part = section(body, heading)
+        assert {name for name in GATES if lines_naming(part, name)} == names, heading
+    healthy = healthy_part(body)
+    assert {name for name in GATES if lines_naming(healthy, name)} == {"LOGPROBS_DIFF_MAX_VALUE"}
+
+
 # --------------------------------------------------------------------------- one issue only
 
 
@@ -260,7 +347,10 @@ def test_a_worker_that_died_before_saving_leaves_one_dashboard(world: World) -> 
     # App restarted (its in-process memory gone)
     owner = "crashed"
     claimed = dashboards.claim(
-        world.runtime.sessions, repo=repo.full_name, installation_id=INSTALLATION, owner=owner,
+        world.runtime.sessions,
+        repo=repo.full_name,
+        installation_id=INSTALLATION,
+        owner=owner,
         seconds=1,
     )
     assert claimed is not None

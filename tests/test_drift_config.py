@@ -198,3 +198,40 @@ def test_check_config_shows_drift_problems_as_warnings(tmp_path: Path) -> None:
     problems = parse_config(config.read_text()).drift.problems
     assert len(problems) == 2 and lines[start + 1 : start + 3] == [f"  {p}" for p in problems]
     assert lines[-1] == "ok"
+
+
+@pytest.mark.parametrize(
+    ("text", "value"),
+    [
+        ("", None),
+        ("dashboard:\n", None),
+        ("dashboard: on\n", True),  # YAML 1.1: a bool
+        ("dashboard: off\n", False),
+        ("dashboard: 'on'\n", True),  # quoted, or read by a YAML 1.2 parser
+        ("dashboard: 'off'\n", False),
+        ("dashboard: true\n", True),
+    ],
+)
+def test_dashboard_on_or_off_or_unset(text: str, value: bool | None) -> None:
+    config = parse_config(text)
+    assert config.dashboard is value
+    assert config.drift.problems == ()
+    assert not list(Draft202012Validator(config_schema()).iter_errors(yaml.safe_load(text) or {}))
+
+
+@pytest.mark.parametrize(
+    ("text", "given"),
+    [
+        ("dashboard: sometimes\n", "'sometimes'"),
+        ("dashboard: 1\n", "1"),
+        ("dashboard: []\n", "a list"),
+    ],
+)
+def test_another_dashboard_value_is_unset_with_a_drift_problem(text: str, given: str) -> None:
+    config = parse_config(f"drift: {{mode: pull_request}}\n{text}")
+    assert config.dashboard is None
+    assert config.drift.mode == "pull_request"  # the rest of the config is read as written
+    assert config.drift.problems == (
+        f"dashboard: expected on or off, not {given} — using the App's setting",
+    )
+    assert list(Draft202012Validator(config_schema()).iter_errors(yaml.safe_load(text)))

@@ -37,7 +37,9 @@ def gather(
     ``items``; ``notes``: what was asked through the dashboard's checkboxes."""
     evaluated = {d.file: d for d in drifts}
     records = {i.file: i for i in items}
-    files = {tf.path: _file(tf, evaluated.get(tf.path), records.get(tf.path)) for tf in branch.files}
+    files = {
+        tf.path: _file(tf, evaluated.get(tf.path), records.get(tf.path)) for tf in branch.files
+    }
     for path, why in branch.unreadable.items():
         files.setdefault(path, FileView(path=path, problem=why))
     return RepoView(

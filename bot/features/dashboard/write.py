@@ -38,8 +38,8 @@ from typing import Literal
 from sqlalchemy.orm import Session, sessionmaker
 
 from bot.adapters.github.api import GitHubAPI, IssueRef, RepoInfo
-from bot.adapters.settings import Settings
 from bot.adapters.github.errors import GitHubForbidden, GitHubNotFound
+from bot.adapters.settings import Settings
 from bot.adapters.store import dashboards
 from bot.adapters.store import drift as records
 from bot.adapters.store.dashboards import Dashboard
@@ -138,20 +138,14 @@ def write_dashboard(visited: Visited) -> Written:
         items = records.of_repo(sessions, repo)
         notes = record.notes if record is not None else ()
         inputs = _inputs(info, branch, items, notes)
-        shown = record.fingerprint if record is not None else ""
-        if (
-            not visited.fresh
-            and record is not None
-            and (record.issue is not None or record.note == NO_ISSUES)
-            and RENDERED.get(repo, inputs) == shown
-        ):
-            return Written("unchanged", record.issue)
+        remembered = None if visited.fresh else RENDERED.get(repo, inputs)
+        if remembered is not None and _shows(record, remembered):
+            return Written("unchanged", record.issue if record else None)
         body = dashboard_body(gather(info, branch, visited.drifts, items, notes=notes))
         fingerprint = dashboard_fingerprint(body)
         RENDERED.put(repo, inputs, fingerprint)
-        if record is not None and record.fingerprint == fingerprint:
-            if record.issue is not None or record.note == NO_ISSUES:
-                return Written("unchanged", record.issue)
+        if _shows(record, fingerprint):
+            return Written("unchanged", record.issue if record else None)
         claimed = dashboards.claim(
             sessions,
             repo=repo,
@@ -177,16 +171,14 @@ def _write(
 ) -> Written:
     """Edit, find again or create the dashboard issue of ``record.repo`` (under its lease)."""
     repo = record.repo
-    if record.fingerprint == fingerprint and record.issue is not None:
+    if _shows(record, fingerprint):
         return Written("unchanged", record.issue)  # another worker wrote it meanwhile
     try:
         ref, action = _issue(gh, record, body)
     except GitHubForbidden as exc:
         if record.note != NO_ISSUES:
             log.warning("%s: %s: no threshold dashboard (%s)", repo, NO_ISSUES, exc)
-        dashboards.save(
-            sessions, replace(record, fingerprint=fingerprint, note=NO_ISSUES), owner
-        )
+        dashboards.save(sessions, replace(record, fingerprint=fingerprint, note=NO_ISSUES), owner)
         return Written("forbidden", detail=NO_ISSUES)
     note = CLOSED if ref.state == "closed" else ""
     if note and record.note != note:
@@ -194,6 +186,14 @@ def _write(
     written = replace(record, issue=ref.number, body=body, fingerprint=fingerprint, note=note)
     dashboards.save(sessions, written, owner)
     return Written(action, ref.number)
+
+
+def _shows(record: Dashboard | None, fingerprint: str) -> bool:
+    """Whether ``record`` says its dashboard shows ``fingerprint`` already (or that it could
+    not be written for lack of permission when that was last rendered)."""
+    if record is None or record.fingerprint != fingerprint:
+        return False
+    return record.issue is not None or record.note == NO_ISSUES
 
 
 def _issue(gh: GitHubAPI, record: Dashboard, body: str) -> tuple[IssueRef, Action]:
@@ -215,8 +215,7 @@ def _inputs(
     """What the view is gathered from besides the evaluations (the same at the same head
     while nothing is evaluated anew), summarised."""
     shown = [
-        (i.file, i.state, i.issue, i.pull, i.rebaselined, str(i.rebaselined_at))
-        for i in items
+        (i.file, i.state, i.issue, i.pull, i.rebaselined, str(i.rebaselined_at)) for i in items
     ]
     data = json.dumps(
         [info.full_name, info.default_branch, info.url, branch.sha, shown, list(notes)]

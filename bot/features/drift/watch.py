@@ -6,8 +6,9 @@ threshold, config or history file): the default branch's head SHA (one request),
 config and file list, then per file: read (cached per SHA, ``bot.features.drift.read``), its
 histories (W&B and MLflow through the run cache; history files read at the head, cached per
 SHA), ``Evaluation.file`` and ``act``; then, when the call visited every file, the
-``finish`` step of its options (the dashboard: ``bot.features.dashboard.write``).  A ``Budget`` given (the round's) cuts the work at a
-file, which the next call resumes from (``start``).  With warm caches and nothing new, a
+``finish`` step of its options (the dashboard: ``bot.features.dashboard.write``).  A
+``Budget`` given (the round's) cuts the work at a file, which the next call resumes from
+(``start``): a cut call runs no ``finish``.  With warm caches and nothing new, a
 repository costs one GitHub request.
 """
 
