@@ -15,6 +15,10 @@ from typing import Literal
 from bot.core.analysis.drift import DriftReport
 from bot.core.models import Frozen, Gate, UnboundVariable
 
+BODY_LIMIT = 65536
+"""GitHub's limit on an issue body, in characters: the dashboard's body stays within it, and
+its checkboxes are never read past it."""
+
 Section = Literal["attention", "flaky", "looser", "healthy"]
 SECTIONS: tuple[Section, ...] = ("attention", "flaky", "looser", "healthy")  # most urgent first
 

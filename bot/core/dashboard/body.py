@@ -1,0 +1,251 @@
+"""The dashboard issue's Markdown body, from a ``RepoView`` (pure, no clock).
+
+Grouped like Renovate's Dependency Dashboard (``templates/dashboard.md.j2``): a hidden
+marker line (:data:`DASHBOARD_MARKER`), one intro line, the newest notes of what was asked,
+then *Needs attention*, *Flaky*, *Looser than the history supports*, *Healthy* (collapsed),
+*Detected threshold files* and the literals not bound (collapsed), and the "check again"
+box.  Where each gate goes is ``bot.core.dashboard.sections``; the boxes are
+``bot.core.dashboard.boxes``.  Every outside string (paths, gate and metric names, hint
+text, sources, notes) is escaped by the template's environment or the builders here.
+
+Size: the body stays within ``limit`` characters.  When the whole does not fit, sections
+are left out, least urgent first (:data:`CUT_ORDER`), and a last line names them and links
+the report page (``view.report_url``) when set; if *Needs attention* alone is still too
+long, it is cut at a line boundary (its checkboxes come first in each entry, so whole
+entries are kept or dropped).  Each part is rendered once: work is linear in the view.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Sequence
+from dataclasses import dataclass
+from urllib.parse import quote
+
+from bot.core.dashboard.boxes import Box
+from bot.core.dashboard.sections import GatePlace, not_evaluated, place_gates
+from bot.core.dashboard.view import BODY_LIMIT, FileView, RepoView
+from bot.core.formatting import day_month_year, percent, plural
+from bot.core.models import Gate, UnboundVariable
+from bot.core.render.gates import metric_cell
+from bot.core.render.loader import render_blocks
+from bot.core.render.markdown import Markdown, code, escape, fenced, join, link, safe_url, truncate
+from bot.core.render.sparkline import sparkline
+
+__all__ = [
+    "BODY_LIMIT",
+    "CUT_ORDER",
+    "DASHBOARD_MARKER",
+    "DASHBOARD_TITLE",
+    "NOTES_SHOWN",
+    "SPARK_WIDTH",
+    "dashboard_body",
+    "dashboard_fingerprint",
+]
+
+DASHBOARD_TITLE = "Threshold dashboard"
+DASHBOARD_MARKER = "<!-- threshold-bot:dashboard -->"
+NOTES_SHOWN = 5  # the newest notes of what was asked through the boxes
+SPARK_WIDTH = 20  # glyphs of a gate's sparkline
+HINT_CONFIG_LIMIT = 1000  # characters of one hint's config lines shown
+CUT_ORDER = ("hints", "healthy", "detected", "looser", "flaky", "notes")
+"""The blocks left out, in this order, until the body fits; *Needs attention* is cut last."""
+_NAMES = {
+    "hints": "the literals not bound",
+    "healthy": "Healthy",
+    "detected": "Detected threshold files",
+    "looser": "Looser than the history supports",
+    "flaky": "Flaky",
+    "notes": "the notes",
+    "attention": "part of Needs attention",
+}
+
+
+@dataclass(frozen=True)
+class _Row:
+    """One gate's line, its values made safe."""
+
+    box: Markdown  # the marker of its "rebaseline this gate" box, or ""
+    label: Markdown  # the gate's name, linked to its line
+    file: Markdown  # its file, linked
+    condition: Markdown
+    why: str
+    failures: str  # "3 of 20 runs failed"
+    spark: str
+    item: Markdown  # the open drift issue or PR, or ""
+    rebaselined: Markdown  # the last rebaseline, or ""
+    rule: str  # the rule's value (looser gates)
+    model: str
+    better: str  # the backtest's better model
+
+
+def _blob(view: RepoView, path: str, line: int | None = None) -> str | None:
+    """The web address of ``path`` (at ``line``) at the view's head; None without a URL."""
+    if not view.url or safe_url(view.url) is None:
+        return None
+    anchor = f"#L{line}" if line else ""
+    return f"{view.url.rstrip('/')}/blob/{quote(view.sha, safe='')}/{quote(path, safe='/')}{anchor}"
+
+
+def _linked_code(text: str, url: str | None) -> Markdown:
+    """``text`` in a code font, linked to ``url`` when usable."""
+    target = safe_url(url) if url else None
+    return Markdown(f"[{code(text)}]({target})") if target else code(text)
+
+
+def _item(view: RepoView, file: FileView) -> Markdown:
+    item = file.item
+    if item is None:
+        return Markdown("")
+    kind, path = ("PR", "pull") if item.is_pull else ("issue", "issues")
+    url = f"{view.url.rstrip('/')}/{path}/{item.number}" if view.url else None
+    return (
+        link(f"drift {kind} #{item.number}", url)
+        if url
+        else Markdown(f"drift {kind} #{item.number}")
+    )
+
+
+def _rebaselined(view: RepoView, file: FileView) -> Markdown:
+    done = file.rebaselined
+    if done is None:
+        return Markdown("")
+    url = f"{view.url.rstrip('/')}/pull/{done.pull}" if view.url else None
+    words = f"#{done.pull}"
+    pull = link(words, url) if url else Markdown(words)
+    return Markdown(f"Last rebaselined {day_month_year(done.at)} in {pull}")
+
+
+def _row(view: RepoView, files: dict[str, FileView], place: GatePlace) -> _Row:
+    g, d = place.gate, place.drift
+    file = files[place.file]
+    points = g.chart.points if g.chart else ()
+    drifting = d.status == "drifting"
+    rate = f" ({percent(round(d.failed / d.total, 3))})" if d.total else ""
+    return _Row(
+        box=Markdown(Box(action="rebaseline-gate", file=file.path, gate=g.name).marker)
+        if drifting
+        else Markdown(""),
+        label=_linked_code(g.name, _blob(view, file.path, g.line)),
+        file=_linked_code(file.path, _blob(view, file.path)),
+        condition=metric_cell(g),
+        why=place.why,
+        failures=f"Failed {d.failed} of {plural(d.total, 'run')}{rate}" if d.total else "",
+        spark=sparkline([p.value for p in points], SPARK_WIDTH),
+        item=_item(view, file),
+        rebaselined=_rebaselined(view, file),
+        rule="" if place.rule is None else f"{place.rule:.{max(g.decimals, 0)}f}",
+        model=g.model,
+        better=place.better_model,
+    )
+
+
+def _gate_line(gate: Gate, url: str | None) -> Markdown:
+    text = f"{gate.metric} {gate.op} {gate.literal}"
+    return Markdown(f"{_linked_code(gate.name, url)}: {code(text)}")
+
+
+def _indented(text: Markdown) -> Markdown:
+    """``text`` indented two spaces: inside the list item above it."""
+    return Markdown("\n".join(f"  {line}" if line else line for line in text.split("\n")))
+
+
+def _hint(view: RepoView, hint: UnboundVariable) -> dict[str, object]:
+    return {
+        "label": _linked_code(hint.name, _blob(view, hint.file, hint.line)),
+        "file": escape(hint.file),
+        "line": hint.line,
+        "literal": code(hint.literal),
+        "reason": escape(hint.reason),
+        "config": _indented(fenced(hint.config, "yaml", HINT_CONFIG_LIMIT)) if hint.config else "",
+    }
+
+
+def _context(view: RepoView) -> dict[str, object]:
+    places = place_gates(view)
+    files = {f.path: f for f in view.files}
+    rows = {s: [_row(view, files, p) for p in places if p.section == s] for s in _SECTIONS}
+    many = [
+        (
+            Markdown(Box(action="rebaseline-file", file=f.path).marker),
+            _linked_code(f.path, _blob(view, f.path)),
+        )
+        for f in view.files
+        if f.report is not None and len(f.report.drifting) >= 2
+    ]
+    detected = [
+        {
+            "file": _linked_code(f.path, _blob(view, f.path)),
+            "source": escape(f.source) if f.source else "",
+            "gates": [_gate_line(g, _blob(view, f.path, g.line)) for g in f.gates],
+            "problem": escape(f.problem) if f.report is None else "",
+        }
+        for f in view.files
+    ]
+    return {
+        "marker": Markdown(DASHBOARD_MARKER),
+        "branch": code(view.branch),
+        "sha": code(view.sha[:12]),
+        "counts": {s: len(r) for s, r in rows.items()},
+        "notes": [escape(n) for n in view.notes[:NOTES_SHOWN]],
+        "attention": rows["attention"],
+        "unevaluated": [
+            {"file": _linked_code(f.path, _blob(view, f.path)), "problem": escape(f.problem)}
+            for f in not_evaluated(view)
+        ],
+        "file_boxes": many,
+        "flaky": rows["flaky"],
+        "looser": rows["looser"],
+        "healthy": rows["healthy"],
+        "detected": detected,
+        "hints": [_hint(view, h) for f in view.files for h in f.hints],
+        "check_box": Markdown(Box(action="check").marker),
+    }
+
+
+_SECTIONS = ("attention", "flaky", "looser", "healthy")
+
+
+def _notice(cut: Sequence[str], report_url: str) -> str:
+    names = join([_NAMES[c] for c in cut])
+    target = safe_url(report_url) if report_url else None
+    where = f" [The whole dashboard]({target})." if target else ""
+    return f"*Left out to fit GitHub's size limit: {names}.{where}*\n"
+
+
+def dashboard_body(view: RepoView, *, limit: int = BODY_LIMIT) -> str:
+    """The dashboard's Markdown body for ``view`` (this module's docstring), at most
+    ``limit`` characters; the same view always gives the same body."""
+    blocks = render_blocks("dashboard.md.j2", _context(view))
+    kept = {name: text for name, text in blocks if text.strip()}
+    order = [name for name, _ in blocks if name in kept]
+
+    def size(names: Sequence[str]) -> int:
+        return sum(len(kept[n]) + 1 for n in names)
+
+    cut: list[str] = []
+    notice = ""
+    for name in CUT_ORDER:
+        if size(order) + len(notice) <= limit:
+            break
+        if name in order:
+            order.remove(name)
+            cut.append(name)
+            notice = _notice(cut, view.report_url)
+    text = "\n".join(kept[n] for n in order)
+    if len(text) + len(notice) <= limit:
+        return text + ("\n" + notice if notice else "")
+    rest = [n for n in order if n != "attention"]
+    room = limit - size(rest) - 1
+    cut.append("attention")
+    notice = _notice(cut, view.report_url)
+    attention = truncate(kept["attention"], max(room, 0), notice.strip())
+    body = "\n".join(attention if n == "attention" else kept[n] for n in order)
+    return body[:limit]
+
+
+def dashboard_fingerprint(body: str) -> str:
+    """A digest of what ``body`` shows (SHA-256 hex): the issue is rewritten only when it
+    changes.  The boxes' ticks are not part of it (unticking rewrites nothing by itself)."""
+    shown = body.replace("- [x] ", "- [ ] ").replace("- [X] ", "- [ ] ")
+    return hashlib.sha256(shown.encode("utf-8", "surrogatepass")).hexdigest()
