@@ -22,7 +22,8 @@ import pytest
 from sqlalchemy import select
 
 from bot.adapters.settings import SettingsError, load_settings
-from bot.adapters.store import cursors, drift, reports, tracked
+from bot.adapters.store import cursors, dashboards, drift, reports, tracked
+from bot.adapters.store.dashboards import DashboardRow
 from bot.adapters.store.db import init_db, make_engine
 from bot.adapters.store.deliveries import now_utc
 from bot.adapters.store.drift import DriftItemRow
@@ -225,7 +226,7 @@ def repository_event(
 
 
 def keep_more(app: App, repo: str) -> None:
-    """What else is stored of ``repo``: a tracked PR and a drift item."""
+    """What else is stored of ``repo``: a tracked PR, a drift item and a dashboard."""
     with app.runtime.sessions.begin() as session:
         spec = SourceSpec(kind="wandb", entity="acme", project="ci")
         tracked.track(
@@ -246,14 +247,19 @@ def keep_more(app: App, repo: str) -> None:
         seconds=1,
     )
     assert item is not None
+    board = dashboards.claim(
+        app.runtime.sessions, repo=repo, installation_id=INSTALLATION, owner="t", seconds=1
+    )
+    assert board is not None
 
 
 def kept(app: App) -> dict[str, list[str]]:
-    """Which repositories have tracked PRs and drift items."""
+    """Which repositories have tracked PRs, drift items and dashboards."""
     with app.runtime.sessions() as session:
         pulls = sorted({t.repo for t in tracked.tracked(session)})
         items = sorted(session.scalars(select(DriftItemRow.repo)).all())
-    return {"tracked": pulls, "drift": items}
+        boards = sorted(session.scalars(select(DashboardRow.repo)).all())
+    return {"tracked": pulls, "drift": items, "dashboards": boards}
 
 
 def test_a_repository_made_private_stops_serving_its_reports_at_once(app: App) -> None:
@@ -266,7 +272,7 @@ def test_a_repository_made_private_stops_serving_its_reports_at_once(app: App) -
 
     assert (fetch(app, token).status_code, fetch(app, token).text) == (404, NOT_FOUND)
     assert rows(app) == []
-    assert kept(app) == {"tracked": [REPO], "drift": [REPO]}  # still reviewed and watched
+    assert kept(app) == {"tracked": [REPO], "drift": [REPO], "dashboards": [REPO]}  # still
 
 
 def test_a_repository_made_private_keeps_its_reports_when_the_operator_opts_in(
@@ -299,7 +305,7 @@ def test_a_repository_deleted_or_transferred_is_forgotten(app: App, action: str)
 
     assert (fetch(app, token).status_code, fetch(app, token).text) == (404, NOT_FOUND)
     assert rows(app) == []
-    assert kept(app) == {"tracked": [OTHER], "drift": [OTHER]}
+    assert kept(app) == {"tracked": [OTHER], "drift": [OTHER], "dashboards": [OTHER]}
     assert cursors.stored(app.runtime.sessions) == {cursors.repository_key(OTHER): SCRIPT}
 
 
@@ -311,7 +317,7 @@ def test_an_archived_repository_is_no_longer_rechecked_and_its_report_stays(app:
     repository_event(app, "archived")
 
     assert fetch(app, token).status_code == 200  # its visibility did not change
-    assert kept(app) == {"tracked": [], "drift": [REPO]}
+    assert kept(app) == {"tracked": [], "drift": [REPO], "dashboards": [REPO]}
 
 
 RECHECK = 1.0  # seconds: REPORT_RECHECK_SECONDS of the tests below

@@ -13,6 +13,7 @@ from collections.abc import Iterable
 from bot.core.routing import Router
 from bot.features import comments, installations, repositories
 from bot.features.context import HandlerContext
+from bot.features.dashboard import handlers as dashboard
 from bot.features.drift import handlers as drift
 from bot.features.review import approve, check_run, workflow_run
 from bot.features.review import handlers as review
@@ -29,6 +30,7 @@ def app_router(extra_modules: Iterable[str] = ()) -> Router[HandlerContext]:
         comments.router,
         approve.router,
         drift.router,
+        dashboard.router,
         workflow_run.router,
         *extra,
     )

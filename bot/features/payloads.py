@@ -80,6 +80,37 @@ class IssueCommentEvent(Payload):
     sender: User
 
 
+class EditedIssue(Payload):
+    """An issue as an ``issues`` delivery carries it: who wrote it, its body now."""
+
+    number: int
+    body: str | None = None
+    user: User
+    pull_request: dict[str, Any] | None = None
+
+
+class BodyChange(Payload):
+    """The body an edit replaced (``changes.body.from``)."""
+
+    before: str = Field(default="", alias="from")
+
+
+class IssueChanges(Payload):
+    """What an ``issues`` ``edited`` delivery says changed: ``body`` when the body did."""
+
+    body: BodyChange | None = None
+
+
+class IssuesEvent(Payload):
+    """An ``issues`` delivery (``edited``: ``changes`` says what the edit replaced)."""
+
+    action: str
+    issue: EditedIssue
+    repository: Repository
+    sender: User
+    changes: IssueChanges = IssueChanges()
+
+
 class App(Payload):
     """The GitHub App that owns a check run."""
 

@@ -4,8 +4,8 @@ or read-only.
 - ``privatized``: its reports are deleted (unless ``REPORT_PRIVATE_REPOS``): a link shared
   while it was public no longer shows its numbers.  PRs, drift items and the run cache stay:
   the App goes on reviewing private repositories.
-- ``deleted``: its reports, tracked PRs, drift items and drift cursor are deleted: there is
-  nothing left to show, re-check or watch.
+- ``deleted``: its reports, tracked PRs, drift items, drift cursor and dashboard record are
+  deleted: there is nothing left to show, re-check or watch.
 - ``transferred``: the same under its former name (the delivery's ``changes.owner.from``):
   the installation that held it may not hold it now.  The next event under the new name
   starts afresh (the drift watch finds its open issue again by its marker).
@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from bot.adapters.store import cursors, reports, tracked
+from bot.adapters.store import cursors, dashboards, reports, tracked
 from bot.adapters.store import drift as records
 from bot.core.routing import Router
 from bot.features.context import HandlerContext
@@ -60,6 +60,7 @@ def on_gone(ctx: HandlerContext, payload: dict[str, Any]) -> None:
             records.forget_repo(session, repo),
         )
         cursors.forget_repo(session, repo)  # where the drift watch resumes it, if cut
+        dashboards.forget_repo(session, repo)  # its dashboard issue is found again by marker
     ctx.log.info(
         "%s %s: %d report(s), %d tracked PR(s), %d drift item(s) deleted",
         repo,

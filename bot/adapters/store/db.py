@@ -28,6 +28,7 @@ TABLE_MODULES: tuple[str, ...] = (
     "bot.adapters.store.locks",
     "bot.adapters.store.periodic",
     "bot.adapters.store.redeliveries",
+    "bot.adapters.store.dashboards",
 )
 DEFAULT_BUSY_TIMEOUT = 30.0  # seconds a SQLite write waits for another writer's lock
 DEFAULT_POOL_SIZE = 10  # PostgreSQL connections kept open (the App: its workers + 4)
