@@ -31,7 +31,7 @@ from statistics import median_low
 from bot.core.analysis.drift import GateDrift
 from bot.core.analysis.projection import gate_bounds, runs_until_fails, toward_failing
 from bot.core.dashboard.view import SECTIONS, FileView, RepoView, Section
-from bot.core.formatting import at_decimals, day_month_year, per_run, plural
+from bot.core.formatting import day_month_year, per_run, percent, plural
 from bot.core.models import Frozen, Gate, GateReview, Review, Trend
 
 __all__ = ["HORIZON_RUNS", "GatePlace", "not_evaluated", "place_gates"]
@@ -131,8 +131,8 @@ def _place(file: FileView, report: Review, drift: GateDrift) -> GatePlace:
             section="attention", why=why, runs_to_fail=runs, fails_around=when, **common
         )
     if g.tighten_to is not None:
-        value = at_decimals(g.tighten_to, g.decimals)
-        why = f"{drift.reason}; the rule gives {value} over {plural(g.window.runs, 'run')}"
+        harm = percent(report.rule.for_gate(g.name, g.metric, g.file).harm)
+        why = f"{drift.reason}; a harmful move of {harm} from its median would still pass it"
         return GatePlace(section="looser", why=why, **common)
     return GatePlace(section="healthy", why=drift.reason, **common)
 
