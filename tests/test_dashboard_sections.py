@@ -67,7 +67,8 @@ def test_a_drifting_gate_says_since_when(placed: dict[str, GatePlace]) -> None:
     p = placed["TRAIN"]
     assert p.drift.status == "drifting"
     assert p.why == (
-        f"failed its last {STEP_RUNS} runs in a row, since {day_month_year(day(BEFORE))}"
+        f"failing since {day_month_year(day(BEFORE))}: {STEP_RUNS} of the last {LOOKBACK}"
+        f" runs failed, the last {STEP_RUNS} in a row"
     )
     assert (p.runs_to_fail, p.fails_around) == (None, None)
 

@@ -149,8 +149,13 @@ def _condition(g: GateReview) -> Markdown:
 
 
 def _gate_line(gate: Gate, url: str | None) -> Markdown:
-    text = f"{gate.metric} {gate.op} {gate.literal}"
-    return Markdown(f"{_linked_code(gate.name, url)}: {code(text)}")
+    """A gate as read: ``NAME: metric >= 0.8`` (a reference: ``metric ≈ 0.95``), and why a
+    placeholder is not judged."""
+    op = "≈" if gate.kind == "reference" else gate.op
+    line = f"{_linked_code(gate.name, url)}: {code(f'{gate.metric} {op} {gate.literal}')}"
+    if gate.ignored:
+        line += f" (not judged: {escape(gate.ignored)})"
+    return Markdown(line)
 
 
 def _indented(text: Markdown) -> Markdown:
@@ -195,6 +200,7 @@ def _context(view: RepoView) -> dict[str, object]:
         "branch": code(view.branch),
         "sha": code(view.sha[:12]),
         "counts": {s: len(r) for s, r in rows.items()},
+        "unevaluated_count": len(not_evaluated(view)),
         "notes": [escape(n) for n in view.notes[:NOTES_SHOWN]],
         "attention": rows["attention"],
         "unevaluated": [

@@ -105,7 +105,19 @@ def _better_model(gate: GateReview) -> str:
     return found.group(1) if found else ""
 
 
-def _place(file: FileView, report: Review, drift: GateDrift) -> GatePlace:
+def _failing(drift: GateDrift, least: int) -> str:
+    """A drifting gate's line: ``failing since 30 Jun 2026: 6 of the last 30 runs failed,
+    the last 6 in a row`` (or, for a shift, at least half the runs since the change)."""
+    when = f"failing since {day_month_year(drift.since)}" if drift.since else "failing"
+    tail = (
+        f"the last {drift.streak} in a row"
+        if drift.streak >= least
+        else "at least half the runs since the regime change"
+    )
+    return f"{when}: {drift.failed} of the last {drift.total} runs failed, {tail}"
+
+
+def _place(file: FileView, report: Review, drift: GateDrift, least: int) -> GatePlace:
     g = drift.gate
     rule = g.tighten_to if g.tighten_to is not None else g.recomputed
     common = {
@@ -115,7 +127,9 @@ def _place(file: FileView, report: Review, drift: GateDrift) -> GatePlace:
         "better_model": _better_model(g),
         "backtest": g.backtest_hint,
     }
-    if drift.status in ("drifting", "no_data"):
+    if drift.status == "drifting":
+        return GatePlace(section="attention", why=_failing(drift, least), **common)
+    if drift.status == "no_data":
         return GatePlace(section="attention", why=drift.reason, **common)
     if drift.status == "flaky":
         return GatePlace(section="flaky", why=drift.reason, **common)
@@ -155,7 +169,7 @@ def place_gates(view: RepoView) -> tuple[GatePlace, ...]:
     """Every judged gate of ``view``'s evaluated files, placed (this module's docstring), in
     section order, the most urgent first."""
     placed = [
-        _place(file, file.report.review, drift)
+        _place(file, file.report.review, drift, file.report.settings.min_failures)
         for file in view.files
         if file.report is not None
         for drift in file.report.gates
