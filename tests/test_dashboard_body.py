@@ -97,9 +97,8 @@ def test_a_gate_line_holds_its_numbers_item_and_rebaseline(made: Kinds) -> None:
     ]
     d = drifting.report.gates[0] if drifting.report else None
     assert d is not None
-    assert train.startswith(
-        f"- [ ] {Box(action='rebaseline-gate', file='ci/train.sh', gate='TRAIN').marker} Rebaseline "
-    )
+    box = Box(action="rebaseline-gate", file="ci/train.sh", gate="TRAIN")
+    assert train.startswith(f"- [ ] {box.marker} Rebaseline ")
     assert f"{d.failed} of {d.total} failed ({d.failed / d.total:.0%})" in train
     assert re.search(r"Newest runs: [▁▂▃▄▅▆▇█]{20},", train)
     # escaped (a zero-width space after #): the dashboard adds nothing to the items' timelines
@@ -134,10 +133,8 @@ def test_notes_hints_and_files_not_evaluated(made: Kinds) -> None:
     detected = _section(body, "## Detected threshold files")
     assert "ci/broken.sh" in detected and "reading file:runs.jsonl" in detected
     hints = body[body.index("<summary>Literals not bound") :]
-    assert (
-        f"[<code>MIN\\_F1</code>]({URL}/blob/{SHA}/ci/train.sh#L9) = <code>0.8</code> (ci/train.sh line 9): no metric named like it."
-        in hints
-    )
+    label = f"[<code>MIN\\_F1</code>]({URL}/blob/{SHA}/ci/train.sh#L9)"
+    assert f"{label} = <code>0.8</code> (ci/train.sh line 9): no metric named like it." in hints
     assert "  ```yaml\n  files:\n    - path: ci/train.sh\n      gates: [MIN_F1]\n  ```" in hints
 
 
@@ -208,3 +205,19 @@ def test_the_fingerprint_ignores_ticks_only(made: Kinds) -> None:
 
 
 _KINDS = kinds()
+
+
+def test_detected_files_list_every_gate_read(made: Kinds) -> None:
+    placeholder = limit_gate("acc", ">=", "0.5", name="LATER", line=7).model_copy(
+        update={"ignored": "a TODO placeholder"}
+    )
+    train = made.drifting.model_copy(update={"gates": (*made.drifting.gates, placeholder)})
+    body = dashboard_body(made.view().model_copy(update={"files": (train,)}))
+    detected = _section(body, "## Detected threshold files")
+    blob = f"{URL}/blob/{SHA}/ci/train.sh"
+    assert f"- [<code>ci/train.sh</code>]({blob}), reading file:runs.jsonl\n" in detected
+    assert f"  - [<code>TRAIN</code>]({blob}#L3): <code>acc \\>= 0.75</code>\n" in detected
+    assert (
+        f"  - [<code>LATER</code>]({blob}#L7): <code>acc \\>= 0.5</code>"
+        " (not judged: a TODO placeholder)"
+    ) in detected
