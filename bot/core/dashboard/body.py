@@ -18,6 +18,7 @@ entries are kept or dropped).  Each part is rendered once: work is linear in the
 from __future__ import annotations
 
 import hashlib
+from functools import lru_cache
 from collections.abc import Sequence
 from dataclasses import dataclass
 from urllib.parse import quote
@@ -81,17 +82,24 @@ class _Row:
 
 
 def _blob(view: RepoView, path: str, line: int | None = None) -> str | None:
-    """The web address of ``path`` (at ``line``) at the view's head; None without a URL."""
-    if not view.url or safe_url(view.url) is None:
+    """The web address of ``path`` (at ``line``) at the view's head, percent-encoded; None
+    without a usable repository address."""
+    base = _base(view.url)
+    if base is None:
         return None
     anchor = f"#L{line}" if line else ""
-    return f"{view.url.rstrip('/')}/blob/{quote(view.sha, safe='')}/{quote(path, safe='/')}{anchor}"
+    return f"{base}/blob/{quote(view.sha, safe='')}/{quote(path, safe='/')}{anchor}"
+
+
+@lru_cache(maxsize=8)
+def _base(url: str) -> str | None:
+    """The repository's address as a link target (``safe_url``), None when unusable."""
+    return safe_url(url.rstrip("/")) if url else None
 
 
 def _linked_code(text: str, url: str | None) -> Markdown:
-    """``text`` in a code font, linked to ``url`` when usable."""
-    target = safe_url(url) if url else None
-    return Markdown(f"[{code(text)}]({target})") if target else code(text)
+    """``text`` in a code font, linked to ``url`` (built by :func:`_blob`: already safe)."""
+    return Markdown(f"[{code(text)}]({url})") if url else code(text)
 
 
 def _item(view: RepoView, file: FileView) -> Markdown:
