@@ -18,9 +18,9 @@ entries are kept or dropped).  Each part is rendered once: work is linear in the
 from __future__ import annotations
 
 import hashlib
-from functools import lru_cache
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 from urllib.parse import quote
 
 from bot.core.dashboard.boxes import Box
