@@ -134,3 +134,19 @@ def test_files_not_evaluated_keep_their_problem(made: Kinds) -> None:
     view = made.view(broken)
     assert not_evaluated(view) == (broken,)
     assert all(p.file != "ci/broken.sh" for p in place_gates(view))
+
+
+def test_a_shift_without_a_streak_says_since_the_change() -> None:
+    rng = np.random.default_rng(2)
+    values = [0.80 + float(rng.normal(0, 0.005)) for _ in range(BEFORE)]
+    values += [0.752 if i % 3 == 2 else 0.74 for i in range(12)]  # 2 of 3 fail 0.75
+    fails = [v < 0.75 for v in values]
+    assert not fails[-1] and sum(fails[-LOOKBACK:]) == sum(fails[BEFORE:]) == 8  # premise
+    shifted = file_view("ci/shift.sh", [limit_gate("acc", ">=", "0.75", name="SHIFT")], values)
+    view = kinds().view().model_copy(update={"files": (shifted,)})
+    (p,) = place_gates(view)
+    assert (p.section, p.drift.streak) == ("attention", 0)
+    assert p.why == (
+        f"failing since {day_month_year(day(BEFORE))}: 8 of the last {LOOKBACK} runs failed,"
+        " at least half the runs since the regime change"
+    )

@@ -136,11 +136,10 @@ def _place(file: FileView, report: Review, drift: GateDrift, least: int) -> Gate
     projected = _projection(report, drift, file.gates)
     if projected is not None:
         runs, when, trend = projected
+        rate = per_run(trend.slope, trend.relative)
         around = f", around {day_month_year(when)}" if when else ""
-        why = (
-            f"{drift.reason}, but its trend ({per_run(trend.slope, trend.relative)}) reaches"
-            f" the limit in {plural(runs, 'run')}{around}"
-        )
+        reach = f"in {plural(runs, 'run')}{around}" if runs else "already"
+        why = f"{drift.reason}, but its trend ({rate}) reaches the limit {reach}"
         return GatePlace(
             section="attention", why=why, runs_to_fail=runs, fails_around=when, **common
         )
