@@ -26,7 +26,7 @@ from urllib.parse import quote
 from bot.core.dashboard.boxes import Box
 from bot.core.dashboard.sections import GatePlace, not_evaluated, place_gates
 from bot.core.dashboard.view import BODY_LIMIT, FileView, RepoView
-from bot.core.formatting import day_month_year, percent
+from bot.core.formatting import day_month_year, plural
 from bot.core.models import Gate, GateReview, UnboundVariable
 from bot.core.render.gates import metric_cell, proposed_text
 from bot.core.render.loader import render_blocks
@@ -72,7 +72,6 @@ class _Row:
     file: Markdown  # its file, linked
     condition: Markdown
     why: str
-    failures: str  # "3 of 20 runs failed"
     spark: str
     item: Markdown  # the open drift issue or PR, or ""
     rebaselined: Markdown  # the last rebaseline, or ""
@@ -130,7 +129,6 @@ def _row(view: RepoView, files: dict[str, FileView], place: GatePlace) -> _Row:
     file = files[place.file]
     points = g.chart.points if g.chart else ()
     drifting = d.status == "drifting"
-    rate = percent(round(d.failed / d.total, 3)) if d.total else ""
     shown = place.rule if drifting or place.section == "looser" else None
     return _Row(
         box=Markdown(Box(action="rebaseline-gate", file=file.path, gate=g.name).marker)
@@ -140,7 +138,6 @@ def _row(view: RepoView, files: dict[str, FileView], place: GatePlace) -> _Row:
         file=_linked_code(file.path, _blob(view, file.path)),
         condition=_condition(g),
         why=place.why,
-        failures=f"{d.failed} of {d.total} failed ({rate})" if d.failed else "",
         spark=sparkline([p.value for p in points], SPARK_WIDTH),
         item=_item(view, file),
         rebaselined=_rebaselined(view, file),
@@ -208,7 +205,7 @@ def _context(view: RepoView) -> dict[str, object]:
         "branch": code(view.branch),
         "sha": code(view.sha[:12]),
         "counts": {s: len(r) for s, r in rows.items()},
-        "unevaluated_count": len(not_evaluated(view)),
+        "unevaluated_count": plural(len(not_evaluated(view)), "file"),
         "notes": [escape(n) for n in view.notes[:NOTES_SHOWN]],
         "attention": rows["attention"],
         "unevaluated": [
