@@ -188,13 +188,15 @@ def test_the_seed_dashboard_puts_each_gate_where_its_history_says(seed: Seed) ->
     train = seed.nightly.metric(GATES[TRAIN][0])
     streak = len(train) - seed.first_failing
     (train_line,) = lines_naming(attention, TRAIN)
-    assert f"the last {streak} in a row, since {since}" in train_line
+    failing = sum(v < float(LITERALS[TRAIN]) for v in train[-LOOKBACK:])
+    assert f"failing since {since}: {failing} of the last {LOOKBACK} runs" in train_line
+    assert f"the last {streak} in a row" in train_line
     flaky = section(body, "## Flaky")
     (eval_line,) = lines_naming(flaky, EVAL)
     evals = seed.nightly.metric(EVAL_METRIC)[-LOOKBACK:]
     failed = sum(v < float(LITERALS[EVAL]) for v in evals)
     assert failed == len(FLAKY_NIGHTS)
-    assert f"failed {failed} of the last {LOOKBACK} runs" in eval_line
+    assert f"{failed} of the last {LOOKBACK} runs" in eval_line
     healthy = healthy_part(body)
     for name in HEALTHY:
         assert lines_naming(healthy, name)
