@@ -18,6 +18,7 @@ from datetime import timedelta
 import pytest
 
 from bot.adapters.store import dashboards
+from bot.core.budget import Limits
 from bot.core.dashboard.body import DASHBOARD_MARKER, DASHBOARD_TITLE
 from bot.core.formatting import day_month_year
 from bot.features.dashboard import write
@@ -409,6 +410,28 @@ def test_two_workers_racing_write_one_dashboard(world: World) -> None:
     finished = sorted(r.repositories[0].finished for r in reports)
     assert finished[0] == "" and finished[1].startswith("dashboard opened #")
     assert len(issues_by_app(repo, DASHBOARD_TITLE)) == 1
+
+
+def test_a_round_its_budget_cut_leaves_the_dashboard_as_it_is(world: World) -> None:
+    repo, _nightly = seed_repository(world, "octo/cut")
+    runtime = world.runtime
+    options = replace(
+        WatchOptions.of(world.settings, runtime.locks, DashboardStep.of(world.settings)),
+        repository=Limits(seconds=0.0),  # spent before the first file
+    )
+    report = watch_round(
+        runtime.sessions,
+        runtime.worker.github,
+        remote_sources(world.settings, runtime.worker.history),
+        options,
+        repos=frozenset({repo.full_name}),
+    )
+    ((cut, resume),) = [(r.cut, r.resume) for r in report.repositories]
+    assert cut is not None and resume == SCRIPT
+    assert issues_by_app(repo, DASHBOARD_TITLE) == []
+    assert dashboards.get(runtime.sessions, repo.full_name) is None
+    world.watch()  # the next complete round writes it
+    assert the_dashboard(repo).title == DASHBOARD_TITLE
 
 
 # --------------------------------------------------------------------------- turning it on
