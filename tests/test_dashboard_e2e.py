@@ -482,3 +482,20 @@ def test_a_closed_dashboard_is_kept_up_to_date_and_never_reopened(world: World) 
     again = repo.issue(issue.number)
     assert again.state == "closed" and again.body != body
     assert [i.number for i in issues_by_app(repo, DASHBOARD_TITLE)] == [issue.number]
+
+
+def test_a_deleted_dashboard_is_forgotten_and_the_next_change_opens_a_new_one(
+    world: World,
+) -> None:
+    repo, nightly = seed_repository(world, "octo/deleted")
+    world.watch()
+    gone = the_dashboard(repo).number
+    repo.add_issue("Something else", user="alice")  # GitHub never gives a number twice
+    with repo.state.lock:
+        del repo.issues[gone]
+    run(nightly)
+    world.watch()
+    issue = the_dashboard(repo)
+    assert issue.number != gone
+    record = dashboards.get(world.runtime.sessions, repo.full_name)
+    assert record is not None and record.issue == issue.number
