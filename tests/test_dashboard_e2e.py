@@ -112,8 +112,11 @@ def run(nightly: Nightly, levels: dict[str, float] = SEED_DROP) -> int:
 
 
 @pytest.fixture(scope="module")
-def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[World]:
-    with open_world(tmp_path_factory.mktemp("dashboard_e2e")) as running:
+def world(
+    tmp_path_factory: pytest.TempPathFactory, module_backends: dict[str, str]
+) -> Iterator[World]:
+    """The App, on SQLite and on PostgreSQL + Redis."""
+    with open_world(tmp_path_factory.mktemp("dashboard_e2e"), **module_backends) as running:
         yield running
 
 
