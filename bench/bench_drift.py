@@ -60,6 +60,7 @@ from bot.adapters.settings import Settings  # noqa: E402
 from bot.adapters.store.db import init_db, make_engine  # noqa: E402
 from bot.core.budget import Limits  # noqa: E402
 from bot.features.drift import watch  # noqa: E402
+from bot.features.drift.cache import Evaluations  # noqa: E402
 from bot.features.drift.read import BranchCache  # noqa: E402
 from bot.features.drift.rounds import watch_round  # noqa: E402
 from bot.features.drift.watch import WatchOptions, WatchReport  # noqa: E402
@@ -262,6 +263,7 @@ def fairness(repository: Limits, installation: Limits, tmp: Path) -> tuple[float
     """One round over the hostile installation and the drifting one, with these budgets:
     seconds until the drifting one's issue, the round's seconds, and the cuts."""
     watch.BRANCHES, watch.HISTORIES = BranchCache(), watch._FileHistories()
+    watch.EVALUATIONS = Evaluations()
     with FakeGitHub() as fake:
         script = hostile_script()
         for r in range(HOSTILE_REPOS):
