@@ -454,6 +454,31 @@ def test_closing_the_pull_request_unmerged_keeps_the_issue_for_another_try(world
     assert [p.number for p in opened] != [first.number] and len(opened) == 1
 
 
+def test_a_pull_request_closed_between_two_quiet_rounds_is_acted_on_at_the_next(
+    world: World,
+) -> None:
+    story, issue = drifting_story(world, "octo/quiet")
+    repo = story.repo
+    world.comment_on_issue(repo, issue, "alice", "/rebaseline")
+    (pr,) = [p for p in repo.pulls.values() if p.head_ref == BRANCH]
+    quiet = world.watch()  # nothing new: the kept evaluation, no act
+    assert actions(quiet, repo) == [("unchanged", pr.number)]
+    assert not next(r for r in quiet.repositories if r.repo == repo.full_name).fresh
+
+    repo.close_pr(pr.number)  # by a maintainer; the App hears of it
+    world.pull_closed(repo, pr.number)
+    before = len(world.github.calls)
+    report = world.watch()
+
+    assert actions(report, repo) == [("updated", issue.number)]  # the issue offers it again
+    patched = world.github.calls[before:]
+    assert any(
+        c.method == "PATCH" and c.path == f"/repos/{repo.full_name}/issues/{issue.number}"
+        for c in patched
+    )
+    assert repo.issue(issue.number).state == "open"
+
+
 def test_a_push_of_the_merge_before_its_closed_event_still_says_merged(world: World) -> None:
     story, issue = drifting_story(world, "octo/pushfirst")
     repo = story.repo

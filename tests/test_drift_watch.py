@@ -18,12 +18,14 @@ import re
 import threading
 import time
 import zipfile
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
+from sqlalchemy import event
 from typer.testing import CliRunner
 
 from bot.adapters.github.app import GitHubApp
@@ -38,14 +40,17 @@ from bot.app.metrics import Metrics
 from bot.cli.main import app as cli
 from bot.core.budget import Limits
 from bot.core.formatting import day_month_year
+from bot.core.history.sources import HistoryFactory
 from bot.core.render.drift import drift_marker
 from bot.features.drift import watch
+from bot.features.drift.cache import Evaluations
 from bot.features.drift.read import BranchCache
 from bot.features.drift.rounds import remote_sources, watch_round
 from bot.features.drift.watch import WatchOptions, WatchReport
 from tests.drift_world import lower_rule
 from tests.fakes.github_api import Call, FakeGitHub
 from tests.fakes.github_state import Issue, Repo
+from tests.fakes.wandb_server import API_KEY, FakeRun, FakeWandb, serve
 from tests.live import make_settings
 
 pytestmark = pytest.mark.servers
@@ -167,8 +172,10 @@ class World:
         min_rate: int = 0,
         repository: Limits | None = None,
         installation: Limits | None = None,
+        remote_for: Callable[[int, str], HistoryFactory | None] | None = None,
     ) -> WatchReport:
-        """One watch round as the periodic job runs it (with these budgets; none: no limit)."""
+        """One watch round as the periodic job runs it (with these budgets; none: no limit;
+        ``remote_for``: the remote history sources, none by default)."""
         options = WatchOptions(
             max_bytes=MAX_BYTES,
             locks=self.locks,
@@ -180,7 +187,7 @@ class World:
         return watch_round(
             self.sessions,
             self.app.installation,
-            lambda _i, _o: None,
+            remote_for or (lambda _i, _o: None),
             options,
             installations=installations,
         )
@@ -191,6 +198,7 @@ def open_world(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Worl
     # the watch's per-process caches start empty in every test
     monkeypatch.setattr(watch, "BRANCHES", BranchCache())
     monkeypatch.setattr(watch, "HISTORIES", watch._FileHistories())
+    monkeypatch.setattr(watch, "EVALUATIONS", Evaluations())
     with FakeGitHub() as fake:
         engine = make_engine(f"sqlite:///{tmp_path / 'bot.db'}")
         sessions = init_db(engine)
@@ -506,6 +514,142 @@ def test_a_round_with_nothing_new_costs_at_most_4_requests_per_repository_and_wr
     assert len(calls) <= 4 * len(repos)  # the installation's listing included
 
 
+@contextmanager
+def store_writes(sessions: Sessions) -> Iterator[list[str]]:
+    """The statements that write to the store while in the block."""
+    engine = sessions.kw["bind"]
+    written: list[str] = []
+
+    def seen(_conn: object, _cursor: object, statement: str, *_rest: object) -> None:
+        if statement.lstrip()[:6].upper() in ("INSERT", "UPDATE", "DELETE"):
+            written.append(statement)
+
+    event.listen(engine, "before_cursor_execute", seen)
+    try:
+        yield written
+    finally:
+        event.remove(engine, "before_cursor_execute", seen)
+
+
+def three_repos(world: World) -> list[Repo]:
+    """A drifting repository, a healthy one and a flaky one."""
+    healthy = Runs(seed=8)
+    healthy.add(HEALTHY, 30)
+    return [
+        world.repo("octo/drifting", drifted()),
+        world.repo("octo/healthy", healthy),
+        world.repo("octo/flaky", flaky_runs()[0]),
+    ]
+
+
+def test_a_warm_round_reads_each_head_evaluates_nothing_and_writes_nothing(world: World) -> None:
+    repos = three_repos(world)
+    cold = world.round()
+    assert actions(cold) == [(SCRIPT, "opened"), (SCRIPT, "unchanged"), (SCRIPT, "unchanged")]
+    assert [r.fresh for r in cold.repositories] == [True] * 3
+    (issue,) = app_issues(repos[0])
+
+    before = len(world.fake.calls)
+    with store_writes(world.sessions) as written:
+        warm = world.round()
+    calls = world.fake.calls[before:]
+
+    assert written == []  # act claims and releases each record it looks at: it was not called
+    assert actions(warm) == [(SCRIPT, "unchanged")] * 3
+    assert warm.acted[0].number == issue.number
+    assert [r.fresh for r in warm.repositories] == [False] * 3
+    reused = [[(d.file, d.report and d.report.gates) for d in r.drifts] for r in warm.repositories]
+    assert reused == [
+        [(d.file, d.report and d.report.gates) for d in r.drifts] for r in cold.repositories
+    ]
+    assert all(len(r.drifts) == 1 and r.drifts[0].report is not None for r in warm.repositories)
+    for repo in repos:  # the head of the default branch, nothing else
+        mine = [c for c in calls if c.path.startswith(f"/repos/{repo.full_name}/")]
+        assert [(c.method, c.path) for c in mine] == [
+            ("GET", f"/repos/{repo.full_name}/git/ref/heads/main")
+        ]
+
+
+def test_a_new_night_in_the_history_file_is_evaluated_and_acted_on(world: World) -> None:
+    runs = drifted()
+    repo = world.repo("octo/nightly", runs)
+    assert actions(world.round()) == [(SCRIPT, "opened")]
+    (issue,) = app_issues(repo)
+    assert "Failed its last 5 runs in a row" in issue.body
+    assert not world.round().repositories[0].fresh
+
+    runs.add(DROPPED)  # a sixth failing night: a new SHA of the history file
+    world.night(repo, runs)
+    with store_writes(world.sessions) as written:
+        report = world.round()
+
+    assert report.repositories[0].fresh
+    assert [(a.file, a.action, a.number) for a in report.acted] == [
+        (SCRIPT, "updated", issue.number)
+    ]
+    assert "Failed its last 6 runs in a row" in issue.body
+    assert written  # the record says what the issue shows now
+    assert not world.round().repositories[0].fresh  # and the next round is warm again
+
+
+def test_a_wandb_run_added_is_evaluated_and_acted_on_and_nothing_else_is(
+    world: World, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    fake = FakeWandb()
+    runs = drifted()
+    for i, summary in enumerate(runs.summaries):
+        fake.add_run(
+            "acme", "nightly", FakeRun(f"r{i:04d}", START + timedelta(days=i), summary=summary)
+        )
+    wandb = "sources:\n  runs:\n    kind: wandb\n    entity: acme\n    project: nightly\n"
+    repo = world.repo("octo/wandb", runs, files={CONFIG: wandb + "default_source: runs\n"})
+    with serve(fake) as url:
+        monkeypatch.setenv("WANDB_API_KEY", API_KEY)
+        monkeypatch.setenv("WANDB_BASE_URL", url)
+        monkeypatch.setenv("WANDB_ENTITY", "acme")
+        settings = make_settings(tmp_path, database_url=f"sqlite:///{tmp_path / 'bot.db'}")
+        remote_for = remote_sources(settings, source_factory(settings, world.sessions))
+        assert actions(world.round(remote_for=remote_for)) == [(SCRIPT, "opened")]
+        (issue,) = app_issues(repo)
+        asked = sum(fake.requests.values())
+
+        with store_writes(world.sessions) as written:
+            warm = world.round(remote_for=remote_for)
+        assert sum(fake.requests.values()) > asked  # W&B is asked for new runs every round
+        assert not warm.repositories[0].fresh and actions(warm) == [(SCRIPT, "unchanged")]
+        assert [w for w in written if "drift_items" in w] == []  # no act
+
+        runs.add(DROPPED)  # tonight's run fails too
+        fake.add_run(
+            "acme",
+            "nightly",
+            FakeRun("r0035", START + timedelta(days=35), summary=runs.summaries[-1]),
+        )
+        report = world.round(remote_for=remote_for)
+
+    assert report.repositories[0].fresh
+    assert [(a.action, a.number) for a in report.acted] == [("updated", issue.number)]
+    assert "Failed its last 6 runs in a row" in issue.body
+
+
+def test_the_kept_evaluations_are_bounded_least_recently_used_first(
+    world: World, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    three_repos(world)
+    monkeypatch.setattr(watch, "EVALUATIONS", Evaluations(size=2))
+    world.round()
+    # a round visits the three in turn: each evicts the one visited two before it
+    assert [r.fresh for r in world.round().repositories] == [True] * 3
+
+    monkeypatch.setattr(watch, "EVALUATIONS", Evaluations(size=3))
+    world.round()
+    assert [r.fresh for r in world.round().repositories] == [False] * 3
+
+    monkeypatch.setattr(watch, "EVALUATIONS", Evaluations(max_bytes=1000))  # under one report
+    world.round()
+    assert [r.fresh for r in world.round().repositories] == [True] * 3
+
+
 def test_a_maintainer_closing_the_issue_dismisses_that_drift_until_another_one(
     world: World,
 ) -> None:
@@ -652,6 +796,7 @@ def test_a_repository_cut_by_its_bytes_resumes_where_it_stopped_and_completes_la
 
     # another process (empty caches) takes the next round: it starts at the stored cursor
     monkeypatch.setattr(watch, "BRANCHES", BranchCache())
+    monkeypatch.setattr(watch, "EVALUATIONS", Evaluations())
     before = len(world.fake.calls)
     second = world.round(repository=budget)
     metrics.record_drift(second)

@@ -240,10 +240,11 @@ def save(sessions: Sessions, item: DriftItem, owner: str) -> bool:
         return bool(done.rowcount == 1)  # type: ignore[attr-defined]
 
 
-def release(sessions: Sessions, repo: str, file: str, owner: str) -> None:
-    """Give the row's lease back (a no-op when ``owner`` no longer holds it)."""
+def release(sessions: Sessions, repo: str, file: str, owner: str) -> datetime | None:
+    """Give the row's lease back; the row's ``updated_at`` as ``owner`` leaves it (its
+    *stamp*, see ``stamps``), None when ``owner`` no longer held the lease (a no-op)."""
     with sessions.begin() as session:
-        session.execute(
+        done = session.execute(
             update(DriftItemRow)
             .where(
                 DriftItemRow.repo == repo,
@@ -252,6 +253,26 @@ def release(sessions: Sessions, repo: str, file: str, owner: str) -> None:
             )
             .values(lease_owner=None, lease_until=None)
         )
+        if done.rowcount != 1:  # type: ignore[attr-defined]
+            return None
+        return session.scalar(  # in the same transaction: no other owner wrote in between
+            select(DriftItemRow.updated_at).where(
+                DriftItemRow.repo == repo, DriftItemRow.file == file
+            )
+        )
+
+
+def stamps(sessions: Sessions, repo: str) -> dict[str, datetime]:
+    """Per file of ``repo``, its row's ``updated_at``: every ``save`` sets it, so a row whose
+    stamp is the one ``release`` returned was not written since.  Rows under a lease (being
+    written, or left by a worker that died) are left out.  One query."""
+    with sessions() as session:
+        rows = session.execute(
+            select(DriftItemRow.file, DriftItemRow.updated_at).where(
+                DriftItemRow.repo == repo, DriftItemRow.lease_owner.is_(None)
+            )
+        ).all()
+    return {file: at for file, at in rows}
 
 
 def get(sessions: Sessions, repo: str, file: str) -> DriftItem | None:

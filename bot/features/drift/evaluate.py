@@ -79,6 +79,7 @@ class Evaluation:
         self.rule = config.rule.model_copy(update={"window": config.drift.window})
         self._history = history
         self._fetched: dict[str, History | HistoryError] = {}
+        self._digests: dict[str, str] = {}
 
     def _runs_of(self, spec: SourceSpec, tf: ThresholdFile) -> History | HistoryError:
         key = spec.key()
@@ -88,6 +89,32 @@ class Evaluation:
             except HistoryError as exc:
                 self._fetched[key] = exc
         return self._fetched[key]
+
+    def versions(self, tf: ThresholdFile) -> tuple[tuple[str, str], ...] | None:
+        """The version of each history ``tf``'s gates read, but the repository's own files
+        (read at the head: its SHA says their version): a digest of what the fetch returned
+        (every run's id, state, time, values and series), or the error it raised; fetched
+        once per call, as ``file`` reads it.  None when one is unavailable for now (an
+        outage: such an evaluation is not kept)."""
+        found: dict[str, str] = {}
+        for gate in tf.gates:
+            spec = gate.source
+            if gate.ignored or spec is None or spec.kind == "file":
+                continue
+            key = spec.key()
+            if key in found:
+                continue
+            runs = self._runs_of(spec, tf)
+            if isinstance(runs, HistoryUnavailable):
+                return None
+            if isinstance(runs, HistoryError):
+                found[key] = f"error: {runs}"
+                continue
+            if key not in self._digests:
+                data = runs.model_dump_json().encode()
+                self._digests[key] = hashlib.blake2b(data, digest_size=16).hexdigest()
+            found[key] = self._digests[key]
+        return tuple(sorted(found.items()))
 
     def file(self, tf: ThresholdFile) -> FileDrift:
         """The drift of ``tf``'s gates (or why they could not be evaluated)."""

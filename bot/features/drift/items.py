@@ -58,9 +58,10 @@ def act(
     if item is None:
         return Acted(drift.file, "busy")
     try:
-        return _act(place, item, drift, settings, command)
+        done = _act(place, item, drift, settings, command)
     finally:
-        records.release(place.sessions, place.repo, drift.file, place.owner)
+        stamp = records.release(place.sessions, place.repo, drift.file, place.owner)
+    return replace(done, stamp=stamp)
 
 
 def _act(

@@ -6,7 +6,8 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Literal
 
 from sqlalchemy.orm import Session, sessionmaker
@@ -29,6 +30,9 @@ class Acted:
     action: Action
     number: int | None = None  # the issue or PR written
     detail: str = ""
+    # the item record's stamp as ``act`` let go of it (``bot.adapters.store.drift.stamps``;
+    # None: not claimed, or the lease was lost)
+    stamp: datetime | None = field(default=None, compare=False, repr=False)
 
 
 @dataclass(frozen=True)

@@ -17,10 +17,12 @@ so a round over a repository whose default branch did not move asks GitHub for o
 
 from __future__ import annotations
 
+import hashlib
 import threading
 from collections import OrderedDict
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
+from functools import cached_property
 
 from bot.adapters.github.api import GitHubAPI
 from bot.adapters.github.errors import GitHubPermanentError
@@ -34,7 +36,8 @@ from bot.features.related_files import GitHubReads, github_related, with_notes
 from bot.features.repo_config import config_at
 from bot.features.review.pull import PARSE_FAILURES
 
-CACHED_BRANCHES = 1024  # repositories whose last branch read is kept
+CACHED_BRANCHES = 4096  # repositories whose last branch read is kept
+CACHED_BRANCH_BYTES = 256 * 1024 * 1024  # of the texts read, over every repository kept
 
 
 @dataclass(frozen=True)
@@ -60,6 +63,12 @@ class BranchFiles:
         return frozenset(
             g.source.path for tf in self.files for g in tf.gates if g.source and g.source.path
         )
+
+    @cached_property
+    def config_digest(self) -> str:
+        """A digest of ``config`` (what the files were read and are evaluated under)."""
+        data = self.config.model_dump_json().encode()
+        return hashlib.blake2b(data, digest_size=16).hexdigest()
 
     @property
     def complete(self) -> bool:
@@ -129,11 +138,15 @@ def _unreadable(branch: BranchFiles, read: frozenset[str], path: str, why: str) 
 
 class BranchCache:
     """The last ``BranchFiles`` read per repository (complete or not), reused while its head
-    SHA is the same."""
+    SHA is the same; at most ``size`` repositories and ``max_bytes`` of texts, the least
+    recently used dropped first."""
 
-    def __init__(self, size: int = CACHED_BRANCHES) -> None:
+    def __init__(self, size: int = CACHED_BRANCHES, max_bytes: int = CACHED_BRANCH_BYTES) -> None:
         self._size = size
+        self._max_bytes = max_bytes
         self._items: OrderedDict[str, BranchFiles] = OrderedDict()
+        self._sizes: dict[str, int] = {}
+        self._held = 0
         self._lock = threading.Lock()
 
     def get(self, repo: str, sha: str) -> BranchFiles | None:
@@ -147,11 +160,15 @@ class BranchCache:
 
     def put(self, read: BranchFiles) -> None:
         """Keep ``read`` as the repository's current one."""
+        size = sum(len(text) for text in read.texts.values())
         with self._lock:
+            self._held += size - self._sizes.get(read.repo, 0)
             self._items[read.repo] = read
+            self._sizes[read.repo] = size
             self._items.move_to_end(read.repo)
-            while len(self._items) > self._size:
-                self._items.popitem(last=False)
+            while len(self._items) > self._size or self._held > self._max_bytes:
+                repo, _ = self._items.popitem(last=False)
+                self._held -= self._sizes.pop(repo)
 
     def history_paths(self, repo: str) -> frozenset[str] | None:
         """The history files of the repository's last read (None: not completely read here)."""
