@@ -19,7 +19,8 @@ import pytest
 
 from bot.adapters.store import dashboards
 from bot.core.budget import Limits
-from bot.core.dashboard.body import DASHBOARD_MARKER, DASHBOARD_TITLE
+from bot.core.dashboard.body import DASHBOARD_MARKER, DASHBOARD_TITLE, dashboard_body
+from bot.core.dashboard.view import RepoView
 from bot.core.formatting import day_month_year
 from bot.features.dashboard import write
 from bot.features.dashboard.write import DashboardStep
@@ -241,6 +242,22 @@ def test_a_round_with_nothing_new_makes_no_request_for_the_dashboard(
     calls = world.github.requests(repo=seed.repo.full_name)[before:]
     assert [c.path for c in calls if "/issues" in c.path] == []
     assert the_dashboard(seed.repo).body == body
+
+
+def test_a_round_with_nothing_new_does_not_even_render_it(seed: Seed, world: World) -> None:
+    world.watch()  # as warm as it gets
+    rendered: list[str] = []
+
+    def counted(view: RepoView) -> str:
+        rendered.append(view.repo)
+        return dashboard_body(view)
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(write, "dashboard_body", counted)
+        report = world.watch()
+    (watched,) = [r for r in report.repositories if r.repo == seed.repo.full_name]
+    assert not watched.fresh and watched.finished == ""
+    assert seed.repo.full_name not in rendered
 
 
 def test_a_new_run_that_changes_what_it_shows_edits_the_same_issue(
