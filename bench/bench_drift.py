@@ -29,9 +29,10 @@ and the round's length, without budgets and with the App's default ones
 (``DRIFT_REPOSITORY_SECONDS`` / ``_BYTES``, ``DRIFT_INSTALLATION_SECONDS`` / ``_BYTES``).
 Target: the issue within one repository's budget (plus the drifting repository's own time).
 
-Run: ``.venv/bin/python bench/bench_drift.py [--repos N] [--warm N] [--fairness]``
+Run: ``.venv/bin/python bench/bench_drift.py [--repos N] [--warm N] [--dashboard] [--fairness]``
 (``--repos``: how many repositories, default 2,000; ``--warm``: how many warm rounds,
-default 2, the targets judged on the last one).
+default 2, the targets judged on the last one; ``--dashboard``: every repository keeps a
+threshold dashboard too, which the cold round opens and a warm round must not touch).
 """
 
 from __future__ import annotations
@@ -59,6 +60,7 @@ from bot.adapters.locks.rows import RowLocks  # noqa: E402
 from bot.adapters.settings import Settings  # noqa: E402
 from bot.adapters.store.db import init_db, make_engine  # noqa: E402
 from bot.core.budget import Limits  # noqa: E402
+from bot.features.dashboard.write import DashboardStep  # noqa: E402
 from bot.features.drift import watch  # noqa: E402
 from bot.features.drift.cache import Evaluations  # noqa: E402
 from bot.features.drift.read import BranchCache  # noqa: E402
@@ -188,7 +190,7 @@ def in_thread(fake: FakeGitHub, writes: StoreWrites, run: Callable[[], WatchRepo
     )
 
 
-def main(repos: int, warm_rounds: int) -> int:
+def main(repos: int, warm_rounds: int, dashboard: bool = False) -> int:
     with FakeGitHub() as fake, tempfile.TemporaryDirectory(prefix="bench-drift-") as tmp:
         script = nightly_script()
         drifting = 0
@@ -210,7 +212,8 @@ def main(repos: int, warm_rounds: int) -> int:
         event.listen(engine, "before_cursor_execute", writes)
         app = fake.github_app()
         locks = RowLocks(engine, "bench", DEFAULT_TTL)
-        options = WatchOptions(max_bytes=1_000_000, locks=locks, owner="bench")
+        finish = DashboardStep(everywhere=True) if dashboard else None
+        options = WatchOptions(max_bytes=1_000_000, locks=locks, owner="bench", finish=finish)
 
         def run() -> WatchReport:
             return watch_round(
@@ -225,7 +228,8 @@ def main(repos: int, warm_rounds: int) -> int:
     opened = sum(a.action == "opened" for a in cold.report.acted)
     problems = [r.problem for x in (cold, *warm) for r in x.report.repositories if r.problem]
     print(
-        f"Drift watch, {repos} repositories x {len(GATES)} gates ({drifting} drifting),"
+        f"Drift watch{' with dashboards' if dashboard else ''},"
+        f" {repos} repositories x {len(GATES)} gates ({drifting} drifting),"
         f" {NIGHTS}-night history files, one installation, each round in a new thread:"
     )
     print(cold.line("cold round", repos) + f"; {opened} issues opened of {drifting} drifting")
@@ -357,5 +361,8 @@ if __name__ == "__main__":
     parser.add_argument("--repos", type=int, default=REPOS, help="repositories (default 2,000)")
     parser.add_argument("--warm", type=int, default=2, help="warm rounds (default 2)")
     parser.add_argument("--fairness", action="store_true", help="the fairness part instead")
+    parser.add_argument(
+        "--dashboard", action="store_true", help="every repository with a dashboard too"
+    )
     args = parser.parse_args()
-    sys.exit(main_fairness() if args.fairness else main(args.repos, args.warm))
+    sys.exit(main_fairness() if args.fairness else main(args.repos, args.warm, args.dashboard))

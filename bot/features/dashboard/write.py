@@ -20,7 +20,8 @@ two workers or a round and a webhook never write it at once, and
   it would have shown, tried again when that changes.
 
 A round with nothing new costs no request and, when the round evaluated nothing anew
-(``fresh`` False) and the records it reads are as they were, not even the rendering: the
+(``fresh`` False) and the records it reads are as they were (the dashboard's, and the drift
+records' stamps: the round's own read of them when it made one), not even the rendering: the
 fingerprint of what this process last rendered from the same inputs is reused.
 """
 
@@ -31,8 +32,9 @@ import json
 import logging
 import threading
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass, replace
+from datetime import datetime
 from typing import Literal
 
 from sqlalchemy.orm import Session, sessionmaker
@@ -43,7 +45,6 @@ from bot.adapters.settings import Settings
 from bot.adapters.store import dashboards
 from bot.adapters.store import drift as records
 from bot.adapters.store.dashboards import Dashboard
-from bot.adapters.store.drift import DriftItem
 from bot.core.config import RepoConfig
 from bot.core.dashboard.body import (
     DASHBOARD_MARKER,
@@ -135,12 +136,16 @@ def write_dashboard(visited: Visited) -> Written:
     repo, owner = info.full_name, visited.owner
     with visited.budget.counted():
         record = dashboards.get(sessions, repo)
-        items = records.of_repo(sessions, repo)
         notes = record.notes if record is not None else ()
-        inputs = _inputs(info, branch, items, notes)
-        remembered = None if visited.fresh else RENDERED.get(repo, inputs)
-        if remembered is not None and _shows(record, remembered):
-            return Written("unchanged", record.issue if record else None)
+        if not visited.fresh and record is not None:
+            stamps = visited.stamps
+            if stamps is None:
+                stamps = records.stamps(sessions, repo)
+            remembered = RENDERED.get(repo, _inputs(info, branch, stamps, notes))
+            if remembered is not None and _shows(record, remembered):
+                return Written("unchanged", record.issue)
+        items = records.of_repo(sessions, repo)
+        inputs = _inputs(info, branch, records.stamps(sessions, repo), notes)
         body = dashboard_body(gather(info, branch, visited.drifts, items, notes=notes))
         fingerprint = dashboard_fingerprint(body)
         RENDERED.put(repo, inputs, fingerprint)
@@ -210,14 +215,13 @@ def _issue(gh: GitHubAPI, record: Dashboard, body: str) -> tuple[IssueRef, Actio
 
 
 def _inputs(
-    info: RepoInfo, branch: BranchFiles, items: Sequence[DriftItem], notes: tuple[str, ...]
+    info: RepoInfo, branch: BranchFiles, stamps: Mapping[str, datetime], notes: tuple[str, ...]
 ) -> str:
     """What the view is gathered from besides the evaluations (the same at the same head
-    while nothing is evaluated anew), summarised."""
-    shown = [
-        (i.file, i.state, i.issue, i.pull, i.rebaselined, str(i.rebaselined_at)) for i in items
-    ]
+    while nothing is evaluated anew), summarised: the drift records enter by their stamps
+    (every save of one moves its stamp; one being written is left out, so it differs)."""
+    written = sorted((file, at.isoformat()) for file, at in stamps.items())
     data = json.dumps(
-        [info.full_name, info.default_branch, info.url, branch.sha, shown, list(notes)]
+        [info.full_name, info.default_branch, info.url, branch.sha, written, list(notes)]
     )
     return hashlib.sha256(data.encode()).hexdigest()

@@ -21,7 +21,7 @@ import os
 import socket
 import threading
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Literal, Protocol
@@ -104,6 +104,7 @@ class Visited:
     owner: str  # this worker's lease owner id
     lease_seconds: float
     fresh: bool = True  # whether anything was evaluated anew
+    stamps: Mapping[str, datetime] | None = None  # the drift records' stamps, if read
 
     @property
     def drifts(self) -> tuple[FileDrift, ...]:
@@ -344,6 +345,7 @@ def watch_repository(
         owner=options.owner,
         lease_seconds=options.lease_seconds,
         fresh=evaluation.fresh,
+        stamps=stamps,
     )
     return replace(done(), finished=finish(visited))
 
