@@ -880,6 +880,34 @@ def test_the_watch_command_says_what_its_budget_cut_and_the_next_run_goes_on_fro
     ]
 
 
+def test_the_watch_command_writes_the_dashboards_the_app_setting_asks_for(
+    world: World, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    repo = world.repo("octo/dash", drifted())
+    installations.upsert(world.sessions, 7, "octo", "active")
+    assert world.fake.private_key is not None
+    env = {
+        "APP_ID": str(world.fake.app_id),
+        "PRIVATE_KEY": world.fake.private_key,
+        "GITHUB_API_URL": world.fake.base_url,
+        "DATABASE_URL": f"sqlite:///{tmp_path / 'bot.db'}",  # the world's store
+        "MAX_THRESHOLD_FILE_BYTES": str(MAX_BYTES),
+        "DASHBOARD": "all",
+    }
+    monkeypatch.delenv("REDIS_URL", raising=False)
+    runner = CliRunner()
+    first = runner.invoke(cli, ["watch", "--repo", repo.full_name], env=env)
+    assert first.exit_code == 0, first.output
+    (dashboard,) = [i for i in repo.issues.values() if i.title == "Threshold dashboard"]
+    assert first.stdout.splitlines() == [
+        f"{repo.full_name}: {SCRIPT}: opened #1",
+        f"{repo.full_name}: dashboard opened #{dashboard.number}",
+    ]
+    second = runner.invoke(cli, ["watch", "--repo", repo.full_name], env=env)
+    assert second.exit_code == 0, second.output
+    assert second.stdout.splitlines() == [f"{repo.full_name}: {SCRIPT}: unchanged #1"]
+
+
 # ----- an actions source: the nightly's own artifacts ---------------------------------------
 
 
