@@ -177,8 +177,9 @@ def _edited(
         lines.append(done.line)
     body = noted(untick(now, keys), lines, DASHBOARD_MARKER)
     gh.update_issue(repo, number, body=body)
-    if len(body) <= BODY_LIMIT:
-        dashboards.save(ctx.sessions, replace(record, body=body), owner)
+    kept = untick(body, ticked(body))  # another's tick, its own delivery pending: not the App's
+    if len(kept) <= BODY_LIMIT:
+        dashboards.save(ctx.sessions, replace(record, body=kept), owner)
 
 
 def _outcome(done: Asked) -> str:
