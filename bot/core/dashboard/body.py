@@ -20,17 +20,19 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 from urllib.parse import quote
 
 from bot.core.dashboard.boxes import Box
 from bot.core.dashboard.sections import GatePlace, not_evaluated, place_gates
 from bot.core.dashboard.view import BODY_LIMIT, FileView, RepoView
-from bot.core.formatting import day_month_year, percent, plural
-from bot.core.models import Gate, UnboundVariable
-from bot.core.render.gates import metric_cell
+from bot.core.formatting import day_month_year, plural
+from bot.core.models import Gate, GateReview, UnboundVariable
+from bot.core.render.gates import metric_cell, proposed_text
 from bot.core.render.loader import render_blocks
 from bot.core.render.markdown import Markdown, code, escape, fenced, join, link, safe_url, truncate
 from bot.core.render.sparkline import sparkline
+from bot.core.thresholds.edit import format_literal
 
 __all__ = [
     "BODY_LIMIT",
@@ -70,7 +72,6 @@ class _Row:
     file: Markdown  # its file, linked
     condition: Markdown
     why: str
-    failures: str  # "3 of 20 runs failed"
     spark: str
     item: Markdown  # the open drift issue or PR, or ""
     rebaselined: Markdown  # the last rebaseline, or ""
@@ -80,17 +81,24 @@ class _Row:
 
 
 def _blob(view: RepoView, path: str, line: int | None = None) -> str | None:
-    """The web address of ``path`` (at ``line``) at the view's head; None without a URL."""
-    if not view.url or safe_url(view.url) is None:
+    """The web address of ``path`` (at ``line``) at the view's head, percent-encoded; None
+    without a usable repository address."""
+    base = _base(view.url)
+    if base is None:
         return None
     anchor = f"#L{line}" if line else ""
-    return f"{view.url.rstrip('/')}/blob/{quote(view.sha, safe='')}/{quote(path, safe='/')}{anchor}"
+    return f"{base}/blob/{quote(view.sha, safe='')}/{quote(path, safe='/')}{anchor}"
+
+
+@lru_cache(maxsize=8)
+def _base(url: str) -> str | None:
+    """The repository's address as a link target (``safe_url``), None when unusable."""
+    return safe_url(url.rstrip("/")) if url else None
 
 
 def _linked_code(text: str, url: str | None) -> Markdown:
-    """``text`` in a code font, linked to ``url`` when usable."""
-    target = safe_url(url) if url else None
-    return Markdown(f"[{code(text)}]({target})") if target else code(text)
+    """``text`` in a code font, linked to ``url`` (built by :func:`_blob`: already safe)."""
+    return Markdown(f"[{code(text)}]({url})") if url else code(text)
 
 
 def _item(view: RepoView, file: FileView) -> Markdown:
@@ -121,28 +129,38 @@ def _row(view: RepoView, files: dict[str, FileView], place: GatePlace) -> _Row:
     file = files[place.file]
     points = g.chart.points if g.chart else ()
     drifting = d.status == "drifting"
-    rate = f" ({percent(round(d.failed / d.total, 3))})" if d.total else ""
+    shown = place.rule if drifting or place.section == "looser" else None
     return _Row(
         box=Markdown(Box(action="rebaseline-gate", file=file.path, gate=g.name).marker)
         if drifting
         else Markdown(""),
         label=_linked_code(g.name, _blob(view, file.path, g.line)),
         file=_linked_code(file.path, _blob(view, file.path)),
-        condition=metric_cell(g),
+        condition=_condition(g),
         why=place.why,
-        failures=f"Failed {d.failed} of {plural(d.total, 'run')}{rate}" if d.total else "",
         spark=sparkline([p.value for p in points], SPARK_WIDTH),
         item=_item(view, file),
         rebaselined=_rebaselined(view, file),
-        rule="" if place.rule is None else f"{place.rule:.{max(g.decimals, 0)}f}",
-        model=g.model,
+        rule="" if shown is None else format_literal(shown, g.decimals),
+        model="" if shown is None else g.model,
         better=place.better_model,
     )
 
 
+def _condition(g: GateReview) -> Markdown:
+    """``metric ≥ 0.32`` (a limit), ``metric ≈ 0.95 ±8% (≥ 0.874)`` (a reference)."""
+    cell = metric_cell(g)
+    return cell if g.kind == "reference" else Markdown(f"{cell} {escape(proposed_text(g))}")
+
+
 def _gate_line(gate: Gate, url: str | None) -> Markdown:
-    text = f"{gate.metric} {gate.op} {gate.literal}"
-    return Markdown(f"{_linked_code(gate.name, url)}: {code(text)}")
+    """A gate as read: ``NAME: metric >= 0.8`` (a reference: ``metric ≈ 0.95``), and why a
+    placeholder is not judged."""
+    op = "≈" if gate.kind == "reference" else gate.op
+    line = f"{_linked_code(gate.name, url)}: {code(f'{gate.metric} {op} {gate.literal}')}"
+    if gate.ignored:
+        line += f" (not judged: {escape(gate.ignored)})"
+    return Markdown(line)
 
 
 def _indented(text: Markdown) -> Markdown:
@@ -187,6 +205,7 @@ def _context(view: RepoView) -> dict[str, object]:
         "branch": code(view.branch),
         "sha": code(view.sha[:12]),
         "counts": {s: len(r) for s, r in rows.items()},
+        "unevaluated_count": plural(len(not_evaluated(view)), "file"),
         "notes": [escape(n) for n in view.notes[:NOTES_SHOWN]],
         "attention": rows["attention"],
         "unevaluated": [
@@ -204,6 +223,7 @@ def _context(view: RepoView) -> dict[str, object]:
 
 
 _SECTIONS = ("attention", "flaky", "looser", "healthy")
+_MORE = "- …"  # the last line of a cut *Needs attention*
 
 
 def _notice(cut: Sequence[str], report_url: str) -> str:
@@ -213,35 +233,39 @@ def _notice(cut: Sequence[str], report_url: str) -> str:
     return f"*Left out to fit GitHub's size limit: {names}.{where}*\n"
 
 
+def _whole(blocks: dict[str, str], names: Sequence[str], notice: str) -> str:
+    """The blocks ``names`` in their order, ``notice`` before the last box (``check``)."""
+    parts = [blocks[n] for n in names if n != "check"]
+    parts += [notice] if notice else []
+    parts += [blocks["check"]] if "check" in names else []
+    return "\n".join(parts)
+
+
 def dashboard_body(view: RepoView, *, limit: int = BODY_LIMIT) -> str:
     """The dashboard's Markdown body for ``view`` (this module's docstring), at most
     ``limit`` characters; the same view always gives the same body."""
-    blocks = render_blocks("dashboard.md.j2", _context(view))
-    kept = {name: text for name, text in blocks if text.strip()}
-    order = [name for name, _ in blocks if name in kept]
-
-    def size(names: Sequence[str]) -> int:
-        return sum(len(kept[n]) + 1 for n in names)
-
+    blocks = dict(render_blocks("dashboard.md.j2", _context(view)))
+    order = [name for name, text in blocks.items() if text.strip()]
+    text = _whole(blocks, order, "")
     cut: list[str] = []
-    notice = ""
     for name in CUT_ORDER:
-        if size(order) + len(notice) <= limit:
-            break
+        if len(text) <= limit:
+            return text
         if name in order:
             order.remove(name)
             cut.append(name)
-            notice = _notice(cut, view.report_url)
-    text = "\n".join(kept[n] for n in order)
-    if len(text) + len(notice) <= limit:
-        return text + ("\n" + notice if notice else "")
-    rest = [n for n in order if n != "attention"]
-    room = limit - size(rest) - 1
-    cut.append("attention")
-    notice = _notice(cut, view.report_url)
-    attention = truncate(kept["attention"], max(room, 0), notice.strip())
-    body = "\n".join(attention if n == "attention" else kept[n] for n in order)
-    return body[:limit]
+            text = _whole(blocks, order, _notice(cut, view.report_url))
+    if len(text) <= limit or "attention" not in order:
+        return text[:limit]
+    notice = _notice([*cut, "attention"], view.report_url)
+    room = limit - len(_whole(blocks, [n for n in order if n != "attention"], notice)) - 1
+    if room > len(_MORE) + 2:
+        blocks["attention"] = truncate(blocks["attention"], room, _MORE)
+        text = _whole(blocks, order, notice)
+    if len(text) > limit:  # not even the heading fits: the intro and the last box only
+        order.remove("attention")
+        text = _whole(blocks, order, notice)
+    return text[:limit]
 
 
 def dashboard_fingerprint(body: str) -> str:

@@ -31,7 +31,7 @@ from statistics import median_low
 from bot.core.analysis.drift import GateDrift
 from bot.core.analysis.projection import gate_bounds, runs_until_fails, toward_failing
 from bot.core.dashboard.view import SECTIONS, FileView, RepoView, Section
-from bot.core.formatting import at_decimals, day_month_year, per_run, plural
+from bot.core.formatting import day_month_year, per_run, percent, plural
 from bot.core.models import Frozen, Gate, GateReview, Review, Trend
 
 __all__ = ["HORIZON_RUNS", "GatePlace", "not_evaluated", "place_gates"]
@@ -105,7 +105,19 @@ def _better_model(gate: GateReview) -> str:
     return found.group(1) if found else ""
 
 
-def _place(file: FileView, report: Review, drift: GateDrift) -> GatePlace:
+def _failing(drift: GateDrift, least: int) -> str:
+    """A drifting gate's line: ``failing since 30 Jun 2026: 6 of the last 30 runs failed,
+    the last 6 in a row`` (or, for a shift, at least half the runs since the change)."""
+    when = f"failing since {day_month_year(drift.since)}" if drift.since else "failing"
+    tail = (
+        f"the last {drift.streak} in a row"
+        if drift.streak >= least
+        else "at least half the runs since the regime change"
+    )
+    return f"{when}: {drift.failed} of the last {drift.total} runs failed, {tail}"
+
+
+def _place(file: FileView, report: Review, drift: GateDrift, least: int) -> GatePlace:
     g = drift.gate
     rule = g.tighten_to if g.tighten_to is not None else g.recomputed
     common = {
@@ -115,24 +127,25 @@ def _place(file: FileView, report: Review, drift: GateDrift) -> GatePlace:
         "better_model": _better_model(g),
         "backtest": g.backtest_hint,
     }
-    if drift.status in ("drifting", "no_data"):
+    if drift.status == "drifting":
+        return GatePlace(section="attention", why=_failing(drift, least), **common)
+    if drift.status == "no_data":
         return GatePlace(section="attention", why=drift.reason, **common)
     if drift.status == "flaky":
         return GatePlace(section="flaky", why=drift.reason, **common)
     projected = _projection(report, drift, file.gates)
     if projected is not None:
         runs, when, trend = projected
+        rate = per_run(trend.slope, trend.relative)
         around = f", around {day_month_year(when)}" if when else ""
-        why = (
-            f"{drift.reason}, but its trend ({per_run(trend.slope, trend.relative)}) reaches"
-            f" the limit in {plural(runs, 'run')}{around}"
-        )
+        reach = f"in {plural(runs, 'run')}{around}" if runs else "already"
+        why = f"{drift.reason}, but its trend ({rate}) reaches the limit {reach}"
         return GatePlace(
             section="attention", why=why, runs_to_fail=runs, fails_around=when, **common
         )
     if g.tighten_to is not None:
-        value = at_decimals(g.tighten_to, g.decimals)
-        why = f"{drift.reason}; the rule gives {value} over {plural(g.window.runs, 'run')}"
+        harm = percent(report.rule.for_gate(g.name, g.metric, g.file).harm)
+        why = f"{drift.reason}; a harmful move of {harm} from its median would still pass it"
         return GatePlace(section="looser", why=why, **common)
     return GatePlace(section="healthy", why=drift.reason, **common)
 
@@ -155,7 +168,7 @@ def place_gates(view: RepoView) -> tuple[GatePlace, ...]:
     """Every judged gate of ``view``'s evaluated files, placed (this module's docstring), in
     section order, the most urgent first."""
     placed = [
-        _place(file, file.report.review, drift)
+        _place(file, file.report.review, drift, file.report.settings.min_failures)
         for file in view.files
         if file.report is not None
         for drift in file.report.gates
