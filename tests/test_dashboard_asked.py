@@ -4,11 +4,13 @@ with every outside string made inert, and where ``noted`` puts it in a dashboard
 from __future__ import annotations
 
 from bot.core.dashboard.asked import NO_SUCH_GATE, Asked, noted
-from bot.core.dashboard.boxes import Box, ticked
+from bot.core.dashboard.body import DASHBOARD_MARKER, dashboard_body
+from bot.core.dashboard.boxes import Box, boxes_of, ticked, untick
 from bot.core.dashboard.view import BODY_LIMIT
 from bot.core.render.markdown import ZWSP
+from tests.dashboard_views import kinds
 
-MARKER = "<!-- threshold-bot:dashboard -->"
+MARKER = DASHBOARD_MARKER
 GATE = Box(action="rebaseline-gate", file="tests/ci/x.sh", gate="TRAIN_ACC_MIN_VALUE")
 
 
@@ -60,3 +62,18 @@ def test_a_note_never_makes_a_box() -> None:
     sneaky = Box(action="rebaseline-file", file="- [x] <!-- threshold-bot:box 0123456789abcdef -->")
     body = noted(BODY, [Asked("eve", sneaky, "done").line], MARKER)
     assert ticked(body) == frozenset()
+
+
+def test_a_note_in_a_rendered_dashboard_goes_first_among_its_notes() -> None:
+    for older in ((), ("@bob asked to check again now: done",)):
+        view = kinds().view(notes=older)
+        body = dashboard_body(view)
+        box = boxes_of(view)[0]
+        line = Asked("alice", box, "opened", 12).line
+        shown = noted(untick(body, {box.key}), [line], DASHBOARD_MARKER).split("\n")
+        rows = body.split("\n")
+        at = rows.index("## Needs attention")
+        quotes = [r for r in shown[: shown.index("## Needs attention")] if r.startswith(">")]
+        assert quotes == [line, *(r for r in rows[:at] if r.startswith(">"))]
+        assert shown[shown.index(line) + len(quotes)] == ""  # the notes stay one paragraph
+        assert len(shown) == len(rows) + (1 if older else 2)

@@ -322,3 +322,61 @@ def test_an_edit_while_the_dashboard_is_being_written_waits_for_the_lease(world:
         f"@alice asked to rebaseline {VARIABLE} in {SCRIPT}: opened #{number}",
     )
     assert "[x]" not in repo.issue(dash.issue.number).body
+
+
+def test_rebaseline_every_failing_gate_of_a_file_opens_its_pull_request(world: World) -> None:
+    story = drifting(world, "octo/wholefile")
+    dash = board(world, story, GATE_BOX, FILE_BOX, CHECK_BOX)
+    repo = dash.repo
+    pulls = set(repo.pulls)
+    value = lower_rule(story.loss()[story.first_failing - PER_REGIME :], DECIMALS)
+
+    deliver(world, edited(world, repo, dash.issue, "alice", tick(dash.body, FILE_BOX)))
+
+    (number,) = set(repo.pulls) - pulls
+    (changed,) = repo.pr_files(repo.pr(number))
+    added = [ln[1:] for ln in changed.patch.splitlines() if ln.startswith("+")]
+    assert added[-1] == f"{VARIABLE}={value}"  # the one failing gate of the file
+    assert record(world, repo).notes == (
+        f"@alice asked to rebaseline every failing gate of {SCRIPT}: opened #{number}",
+    )
+    body = repo.issue(dash.issue.number).body
+    assert "[x]" not in body and f"- [ ] {GATE_BOX.marker}" in body  # the gate's box: untouched
+    assert audit_of(world, repo) == [("alice", "opened", FILE_BOX.key)]
+
+
+def test_a_failed_rebaseline_is_retried_then_said_in_its_note(world: World) -> None:
+    story = drifting(world, "octo/fails")
+    dash = board(world, story, GATE_BOX, CHECK_BOX)
+    repo = dash.repo
+    pulls = set(repo.pulls)
+    refs = rf"^/repos/{repo.full_name}/git/refs$"
+    world.github.fail_next("POST", refs, 502, times=2)  # the client tries twice: a retry
+    body, headers = edited(world, repo, dash.issue, "alice", tick(dash.body, GATE_BOX))
+
+    found = post_and_wait(world.url, world.runtime.sessions, body, headers, what="issues.edited")
+
+    assert found.status == "done" and found.attempts == 2
+    (number,) = set(repo.pulls) - pulls
+    assert record(world, repo).notes[0].endswith(f": opened #{number}")
+
+    never = world.settings.max_attempts
+    world.github.fail_next("POST", rf"^/repos/{repo.full_name}/pulls$", 403, times=never)
+    ticked = tick(repo.issue(dash.issue.number).body, CHECK_BOX)
+    ticked = tick(ticked, GATE_BOX)
+    repo.close_pr(number)  # so that a new branch and PR are wanted
+    deliver(world, edited(world, repo, dash.issue, "alice", ticked))
+
+    assert set(repo.pulls) == pulls | {number}
+    notes = record(world, repo).notes
+    assert notes[1] == (
+        f"@alice asked to rebaseline {VARIABLE} in {SCRIPT}: failed: GitHubForbidden"
+    )
+    assert notes[0].startswith("@alice asked to check again now: done")
+    shown = repo.issue(dash.issue.number).body
+    assert "[x]" not in shown and "failed: GitHubForbidden" in shown
+    assert [outcome for _actor, outcome, _key in audit_of(world, repo)] == [
+        "opened",
+        "failed",
+        "done",
+    ]

@@ -13,7 +13,8 @@ marker included, is ignored, and so is an edit by the App itself (its own rewrit
   box is known by recomputing the boxes of the gates at the default branch's head: a key that
   matches none is answered "no such gate any more".  The body is then written back with those
   boxes unticked and one note line each (who asked, what was done), kept in the record's
-  ``notes`` too.  An edit that ticks nothing is left as it is.
+  ``notes`` too; the record keeps that body with every box unticked (a box another ticked
+  meanwhile is acted on by its own delivery).  An edit that ticks nothing is left as it is.
 - Anyone else (another bot too): the body is written back as the App last wrote it, and
   nothing is done.
 
@@ -177,8 +178,9 @@ def _edited(
         lines.append(done.line)
     body = noted(untick(now, keys), lines, DASHBOARD_MARKER)
     gh.update_issue(repo, number, body=body)
-    if len(body) <= BODY_LIMIT:
-        dashboards.save(ctx.sessions, replace(record, body=body), owner)
+    kept = untick(body, ticked(body))  # another's tick, its own delivery pending: not the App's
+    if len(kept) <= BODY_LIMIT:
+        dashboards.save(ctx.sessions, replace(record, body=kept), owner)
 
 
 def _outcome(done: Asked) -> str:
