@@ -19,6 +19,7 @@ from github import Auth, Github, GithubException, GithubIntegration, GithubRetry
 from bot.adapters.github import DEFAULT_API_URL
 from bot.adapters.github.api import GitHubFactory, RepoInfo
 from bot.adapters.github.client import GitHubClient
+from bot.adapters.github.conditional import ETags
 from bot.adapters.github.errors import GitHubNotFound, GitHubUnsafeInput, translated
 from bot.adapters.github.identity import AppLogin
 from bot.adapters.github.support import shown
@@ -58,6 +59,8 @@ class GitHubApp:
         self._throttle = throttle
         self._max_file_bytes = max_file_bytes
         self._local = threading.local()
+        self._etags: dict[int, ETags] = {}  # per installation, shared by its clients
+        self._etags_lock = threading.Lock()
         self.login = login if login is not None else AppLogin(self.read_login)
 
     @translated
@@ -95,10 +98,14 @@ class GitHubApp:
         )
 
     def installation(self, installation_id: int) -> GitHubClient:
-        """A client acting as installation ``installation_id`` (cached per thread)."""
+        """A client acting as installation ``installation_id``: one per thread (a PyGithub
+        client's HTTP session is not thread-safe), each with the installation's ``ETags``,
+        shared by its clients in every thread and never by another installation's."""
         cache: dict[int, GitHubClient] = self._local.__dict__.setdefault("clients", {})
         client = cache.get(installation_id)
         if client is None:
+            with self._etags_lock:
+                etags = self._etags.setdefault(installation_id, ETags())
             gh = Github(
                 auth=self._auth.get_installation_auth(installation_id),
                 base_url=self._base_url,
@@ -109,7 +116,11 @@ class GitHubApp:
                 seconds_between_writes=1.0 if self._throttle else None,
             )
             client = cache[installation_id] = GitHubClient(
-                gh, app_id=self.app_id, login=self.login, max_file_bytes=self._max_file_bytes
+                gh,
+                app_id=self.app_id,
+                login=self.login,
+                max_file_bytes=self._max_file_bytes,
+                etags=etags,
             )
         return client
 
