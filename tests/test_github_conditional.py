@@ -8,11 +8,13 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
+from datetime import UTC, datetime, timedelta
 from typing import TypeVar
 
 import pytest
 
-from bot.adapters.github.app import GitHubApp
+from bot.adapters.github.app import TOKEN_RENEW_MARGIN, GitHubApp
 from bot.adapters.github.client import GitHubClient
 from bot.adapters.github.conditional import ETags
 from tests.fakes.github_api import FakeGitHub
@@ -54,11 +56,8 @@ def listing_statuses(fake: FakeGitHub) -> list[tuple[str, int]]:
 
 def in_thread(work: Callable[[], T]) -> T:
     """``work()`` run in a new thread, as the App's periodic jobs run each round."""
-    out: list[T] = []
-    thread = threading.Thread(target=lambda: out.append(work()))
-    thread.start()
-    thread.join(timeout=60)
-    return out[0]
+    with ThreadPoolExecutor(max_workers=1) as one:
+        return one.submit(work).result(timeout=60)
 
 
 # ----- branch heads ------------------------------------------------------------------------------
@@ -188,3 +187,68 @@ def test_etags_keep_the_most_recently_used_entries_up_to_their_size() -> None:
     kept.put("c", 'W/"3"', "C")
     assert kept.get("b") is None
     assert [kept.get(k) for k in ("a", "c")] == [('W/"1"', "A"), ('W/"3"', "C")]
+
+
+# ----- installation tokens -------------------------------------------------------------------
+TOKENS = f"/app/installations/{INSTALLATION}/access_tokens"
+
+
+def test_rounds_in_new_threads_share_one_installation_token(
+    fake: FakeGitHub, app: GitHubApp, many: list[Repo]
+) -> None:
+    def round_() -> list[str | None]:
+        client = app.installation(INSTALLATION)
+        return [client.branch_head(i.full_name, "main") for i in client.installation_repositories()]
+
+    heads = [r.head("main") for r in many]
+    assert in_thread(round_) == heads
+    assert in_thread(round_) == heads
+    assert len(fake.requests("POST", TOKENS)) == 1
+    # the warm round: every read a 304
+    warm = fake.calls[-(len(many) + 2) :]
+    assert {c.status for c in warm} == {304}
+
+
+def test_threads_asking_at_once_get_one_token(fake: FakeGitHub, app: GitHubApp, repo: Repo) -> None:
+    start = threading.Barrier(8)
+
+    def read() -> str | None:
+        client = app.installation(INSTALLATION)
+        start.wait(timeout=30)
+        return client.branch_head(REPO, "main")
+
+    threads = [threading.Thread(target=read) for _ in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=60)
+    assert len(fake.requests("POST", TOKENS)) == 1
+    assert len(fake.requests("GET", REF)) == 8
+
+
+def test_each_installation_has_its_own_token(fake: FakeGitHub, app: GitHubApp, repo: Repo) -> None:
+    fake.add_repo("acme/other", installation_id=8)
+    for _ in range(2):
+        assert in_thread(lambda: app.installation(8).branch_head("acme/other", "main"))
+        assert in_thread(lambda: app.installation(INSTALLATION).branch_head(REPO, "main"))
+    tokens = [c.path for c in fake.requests("POST") if c.path.endswith("/access_tokens")]
+    assert tokens == ["/app/installations/8/access_tokens", TOKENS]
+
+
+def test_a_token_close_to_expiry_is_renewed_before_use(
+    fake: FakeGitHub, app: GitHubApp, repo: Repo
+) -> None:
+    fake.state.token_lifetime = TOKEN_RENEW_MARGIN - timedelta(minutes=1)
+    assert in_thread(lambda: app.installation(INSTALLATION).branch_head(REPO, "main"))
+    (first,) = fake.state.tokens
+    fake.state.tokens[first] = (INSTALLATION, datetime.now(UTC))  # GitHub refuses it now
+    assert in_thread(lambda: app.installation(INSTALLATION).branch_head(REPO, "main"))
+    assert len(fake.requests("POST", TOKENS)) == 2  # renewed before the second read
+    assert statuses(fake, REF) == [200, 304]  # no 401: the new token was used
+
+
+def test_a_token_outside_the_margin_is_kept(fake: FakeGitHub, app: GitHubApp, repo: Repo) -> None:
+    fake.state.token_lifetime = TOKEN_RENEW_MARGIN + timedelta(minutes=1)
+    for _ in range(2):
+        assert in_thread(lambda: app.installation(INSTALLATION).branch_head(REPO, "main"))
+    assert len(fake.requests("POST", TOKENS)) == 1
