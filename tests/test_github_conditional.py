@@ -178,6 +178,14 @@ def test_a_page_that_changed_is_read_while_the_others_are_304s(
     assert [page for page, _ in listing_statuses(fake)[4:]] == ["1", "2", "3"]
 
 
+def test_a_page_linking_back_ends_the_listing(fake: FakeGitHub, app: GitHubApp, repo: Repo) -> None:
+    first = f"{fake.base_url}{LISTING}?per_page=100"
+    body = fake.shapes.installation_repositories([repo], 1)
+    fake.fail_next("GET", LISTING, 200, 5, {"Link": f'<{first}>; rel="next"'}, body)
+    assert names(app.installation(INSTALLATION)) == [REPO]
+    assert listing_statuses(fake) == [("1", 200)]
+
+
 # ----- the kept answers ----------------------------------------------------------------------
 def test_etags_keep_the_most_recently_used_entries_up_to_their_size() -> None:
     kept = ETags(size=2)

@@ -19,8 +19,9 @@ request carrying credentials is reported by ``check`` (``leaks``).
 
 Beyond failures (``fail_next``), tests can take a permission away from an installation
 (``deny``), set the rate limit the responses report (``rate_remaining``, ``rate_cost``; per
-installation ``installation_rates``) and
-delay a response after its request took effect (``hold_next``).
+installation ``installation_rates``),
+delay a response after its request took effect (``hold_next``), and shorten the life of the
+installation tokens it hands out (``state.token_lifetime``, an hour as on GitHub).
 
 Conditional requests as GitHub answers them: a GET answered 200 with a JSON body carries a weak
 ``ETag`` (``W/"<sha256 of the body>"``) and GitHub's ``Cache-Control``/``Vary``; a GET whose

@@ -45,11 +45,15 @@ class ReposMixin(RepoAccess):
         ``Link: rel="next"`` of that page's 200, kept with it: a 304 means the page's body is
         unchanged, and the body holds ``total_count``, which fixes how many pages there are.
         So a repository added, removed, renamed, archived or pushed to changes a page's body,
-        that page is read in full, and the list is all 304s only while nothing changed.
+        that page is read in full, and the list is all 304s only while nothing changed.  Every
+        page is asked every time; a page linking back to one already asked ends the list.
         """
         listed: list[RepoInfo] = []
-        url: str | None = f"{INSTALLATION_REPOSITORIES}?per_page=100"
-        while url is not None:
+        base = self._gh.requester.base_url
+        url: str | None = f"{base}{INSTALLATION_REPOSITORIES}?per_page=100"
+        asked: set[str] = set()
+        while url is not None and url not in asked:  # a page links back: the end
+            asked.add(url)
             page = self._conditional_get(url, _repositories_page)
             listed.extend(page.repositories)
             url = page.next_url
