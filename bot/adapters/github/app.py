@@ -79,7 +79,7 @@ class _Installation:
 
 
 class GitHubApp:
-    """The App's credentials; hands out a cached ``GitHubClient`` per installation."""
+    """The App's credentials; hands out a cached ``GitHubClient`` per installation and thread."""
 
     def __init__(
         self,
