@@ -19,14 +19,22 @@ request carrying credentials is reported by ``check`` (``leaks``).
 
 Beyond failures (``fail_next``), tests can take a permission away from an installation
 (``deny``), set the rate limit the responses report (``rate_remaining``, ``rate_cost``; per
-installation ``installation_rates``) and
-delay a response after its request took effect (``hold_next``).
+installation ``installation_rates``),
+delay a response after its request took effect (``hold_next``), and shorten the life of the
+installation tokens it hands out (``state.token_lifetime``, an hour as on GitHub).
+
+Conditional requests as GitHub answers them: a GET answered 200 with a JSON body carries a weak
+``ETag`` (``W/"<sha256 of the body>"``) and GitHub's ``Cache-Control``/``Vary``; a GET whose
+``If-None-Match`` holds the ETag its answer would have gets ``304 Not Modified`` with no body
+(and no ``Link``: a client keeps what it needs of the first answer), recorded in ``calls``
+with status 304, and, as GitHub says, not counted against the rate limit (``rate_cost``).
 """
 
 from __future__ import annotations
 
 import email.utils
 import functools
+import hashlib
 import json
 import re
 import threading
@@ -71,6 +79,11 @@ ENDPOINTS = (  # importing them registers their routes
     github_endpoints_actions,
 )
 Headers = Mapping[str, str] | Message  # http.server hands over an email Message
+# What GitHub sends with an authenticated GET besides its ETag
+CACHE_HEADERS = {
+    "Cache-Control": "private, max-age=60, s-maxage=60",
+    "Vary": "Accept, Authorization, Cookie, X-GitHub-OTP, Accept-Encoding",
+}
 SECONDARY_RATE_LIMIT = (
     "You have exceeded a secondary rate limit and have been temporarily blocked from content "
     "creation. Please retry your request again later."
@@ -86,6 +99,20 @@ def make_app_key() -> tuple[str, rsa.RSAPublicKey]:
         serialization.NoEncryption(),
     ).decode()
     return pem, key.public_key()
+
+
+def etag_of(payload: bytes) -> str:
+    """The weak ETag of a response body, as GitHub sends them: ``W/"<hex digest>"``."""
+    return f'W/"{hashlib.sha256(payload).hexdigest()}"'
+
+
+def not_modified(if_none_match: str | None, etag: str) -> bool:
+    """Whether an ``If-None-Match`` header (tags separated by commas, or ``*``) holds
+    ``etag``, compared weakly (``W/`` ignored) as RFC 9110 asks of ``If-None-Match``."""
+    if not if_none_match:
+        return False
+    tags = {tag.strip().removeprefix("W/") for tag in if_none_match.split(",")}
+    return "*" in tags or etag.removeprefix("W/") in tags
 
 
 @functools.cache
@@ -496,26 +523,32 @@ class FakeGitHub:
                 if errors:
                     self.schema_errors.extend(errors)
                     reply = Reply(500, Shapes.error(500, "invalid response: " + errors[0]))
+            if isinstance(reply.body, bytes):
+                payload, media = reply.body, "github.v3; param=raw"
+            else:
+                payload = b"" if reply.body is None else json.dumps(reply.body).encode()
+                param = reply.media.removeprefix("application/vnd.github.")
+                media = "github.v3; " + ("" if param == reply.media else f"param={param}; ")
+                media += "format=json"
+            cache: dict[str, str] = {}
+            if method == "GET" and reply.status == 200 and not isinstance(reply.body, bytes):
+                cache = {**CACHE_HEADERS, "ETag": etag_of(payload)}
+                if not_modified(headers.get("If-None-Match"), cache["ETag"]):
+                    reply, payload = Reply(304, None), b""
             self.calls.append(Call(method, url.path, query, body, reply.status))
             remaining = self.rate_remaining
             token = (headers.get("Authorization") or "").partition(" ")[2]
             installation = self.state.tokens.get(token, (None, None))[0]
+            cost = 0 if reply.status == 304 else self.rate_cost  # GitHub: a 304 is free
             if installation in self.installation_rates:
                 remaining = self.installation_rates[installation]
-                self.installation_rates[installation] = max(0, remaining - self.rate_cost)
+                self.installation_rates[installation] = max(0, remaining - cost)
             elif token.startswith("ghs_"):  # an installation's request
-                self.rate_remaining = max(0, remaining - self.rate_cost)
+                self.rate_remaining = max(0, remaining - cost)
             hold = self._take_hold(method, url.path)
         if hold is not None:
             hold.reached.set()
             time.sleep(hold.seconds)
-        if isinstance(reply.body, bytes):
-            payload, media = reply.body, "github.v3; param=raw"
-        else:
-            payload = b"" if reply.body is None else json.dumps(reply.body).encode()
-            param = reply.media.removeprefix("application/vnd.github.")
-            media = "github.v3; " + ("" if param == reply.media else f"param={param}; ")
-            media += "format=json"
         out = {
             "Date": email.utils.formatdate(usegmt=True),
             "Content-Type": f"{reply.media}; charset=utf-8",
@@ -525,6 +558,10 @@ class FakeGitHub:
             "X-RateLimit-Remaining": str(remaining),
             "X-RateLimit-Reset": str(int(datetime.now(UTC).timestamp()) + 3600),
             "X-GitHub-Request-Id": f"FAKE:{len(self.calls)}",
+            **cache,
             **reply.headers,
         }
+        if reply.status == 304:  # no body, so no length or type of one
+            for name in ("Content-Type", "Content-Length", "X-GitHub-Media-Type"):
+                del out[name]
         return reply.status, out, payload

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import secrets
-from datetime import timedelta
 
 from tests.fakes.github_routes import (
     NOT_ACCESSIBLE,
@@ -44,7 +43,7 @@ def create_token(api: Api, req: Request) -> Reply:
     if installation not in api.state.installations():
         raise ApiError(404, "Not Found")
     token = "ghs_" + secrets.token_hex(18)
-    expires = now() + timedelta(hours=1)
+    expires = now() + api.state.token_lifetime
     api.state.tokens[token] = (installation, expires)
     return Reply(201, api.shapes.installation_token(token, expires))
 

@@ -728,6 +728,7 @@ class GitHubState:
         self.apps: dict[int, str] = {app_id: app_slug}  # App id -> slug: this App and others
         self.repos: dict[str, Repo] = {}
         self.tokens: dict[str, tuple[int, datetime]] = {}  # token -> (installation, expiry)
+        self.token_lifetime = timedelta(hours=1)  # of the installation tokens it hands out
         self.denied: dict[int, set[str]] = {}  # installation -> permissions it lacks
         self.webhook_url: str | None = None  # where the App's deliveries go
         self.hook_deliveries: list[HookDelivery] = []  # every attempt, oldest first

@@ -1,7 +1,9 @@
 """The App's credentials: installation clients (App JWT auth) and token clients (CLI).
 
-``GitHubApp`` authenticates as the App (``Auth.AppAuth``) and hands out one
-``GitHubClient`` per installation; PyGithub caches and renews installation tokens.
+``GitHubApp`` authenticates as the App (``Auth.AppAuth``) and hands out a ``GitHubClient``
+per installation and thread; the installation's token (``InstallationToken``) and its kept
+answers for conditional reads (``conditional.ETags``) are shared by its clients in every
+thread, never by another installation's.
 ``repository_reader(settings)`` reads a repository as the App's installation on it sees it
 (the report pages re-check their repository's visibility with it).
 ``app_login(settings)`` is the App's login (``BOT_LOGIN``, else read from ``GET /app``),
@@ -12,25 +14,72 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
 from urllib.parse import urlsplit
 
 from github import Auth, Github, GithubException, GithubIntegration, GithubRetry
+from github.InstallationAuthorization import InstallationAuthorization
 
 from bot.adapters.github import DEFAULT_API_URL
 from bot.adapters.github.api import GitHubFactory, RepoInfo
 from bot.adapters.github.client import GitHubClient
+from bot.adapters.github.conditional import ETags
 from bot.adapters.github.errors import GitHubNotFound, GitHubUnsafeInput, translated
 from bot.adapters.github.identity import AppLogin
 from bot.adapters.github.support import shown
 from bot.adapters.settings import DEFAULT_MAX_FILE_BYTES, Settings
 from bot.core.api_paths import is_full_name
 
+# A token is renewed this long before GitHub said it expires: a request keeps the token it
+# was sent with through its retries (GithubRetry waits up to 60 s on a rate limit, then backs
+# off, each attempt up to the timeout), and this host's clock and GitHub's may differ.
+# PyGithub's AppInstallationAuth renews only 20 s before.
+TOKEN_RENEW_MARGIN = timedelta(minutes=5)
 _LOGINS: dict[int, tuple[Settings, AppLogin]] = {}  # by id(settings), kept alive here
 _LOGINS_LOCK = threading.Lock()
 
 
+class InstallationToken(Auth.Auth):
+    """An installation's access token, shared by that installation's clients in every thread.
+
+    Created through the App (``POST /app/installations/{id}/access_tokens``, PyGithub's
+    ``GithubIntegration.get_access_token``) on first use, and again once it is within
+    ``TOKEN_RENEW_MARGIN`` of the expiry GitHub gave it (an hour), under a lock so threads
+    asking at once get one token.  Not PyGithub's ``AppInstallationAuth``: that one renews
+    20 s before expiry, unlocked, through whichever client's requester it was last bound to.
+    """
+
+    def __init__(self, integration: Callable[[], GithubIntegration], installation_id: int):
+        self._integration = integration
+        self._installation_id = installation_id
+        self._authorization: InstallationAuthorization | None = None
+        self._lock = threading.Lock()
+
+    @property
+    def token_type(self) -> str:
+        return "token"
+
+    @property
+    def token(self) -> str:
+        with self._lock:
+            held = self._authorization
+            if held is None or held.expires_at - TOKEN_RENEW_MARGIN <= datetime.now(UTC):
+                held = self._integration().get_access_token(self._installation_id)
+                self._authorization = held
+            return held.token
+
+
+@dataclass(frozen=True)
+class _Installation:
+    """What an installation's clients in every thread share: its token and kept answers."""
+
+    token: InstallationToken
+    etags: ETags
+
+
 class GitHubApp:
-    """The App's credentials; hands out a cached ``GitHubClient`` per installation."""
+    """The App's credentials; hands out a cached ``GitHubClient`` per installation and thread."""
 
     def __init__(
         self,
@@ -58,6 +107,8 @@ class GitHubApp:
         self._throttle = throttle
         self._max_file_bytes = max_file_bytes
         self._local = threading.local()
+        self._installations: dict[int, _Installation] = {}
+        self._installations_lock = threading.Lock()
         self.login = login if login is not None else AppLogin(self.read_login)
 
     @translated
@@ -95,12 +146,21 @@ class GitHubApp:
         )
 
     def installation(self, installation_id: int) -> GitHubClient:
-        """A client acting as installation ``installation_id`` (cached per thread)."""
+        """A client acting as installation ``installation_id``: one per thread (a PyGithub
+        client's HTTP session is not thread-safe), each with the installation's token and
+        ``ETags``, shared by its clients in every thread and never by another installation's
+        (one of each per installation the App has acted as: a token and at most
+        ``conditional.ETAG_ENTRIES`` kept answers)."""
         cache: dict[int, GitHubClient] = self._local.__dict__.setdefault("clients", {})
         client = cache.get(installation_id)
         if client is None:
+            with self._installations_lock:
+                shared = self._installations.get(installation_id)
+                if shared is None:
+                    token = InstallationToken(self.integration, installation_id)
+                    shared = self._installations[installation_id] = _Installation(token, ETags())
             gh = Github(
-                auth=self._auth.get_installation_auth(installation_id),
+                auth=shared.token,
                 base_url=self._base_url,
                 timeout=self._timeout,
                 retry=self._retry(),
@@ -109,7 +169,11 @@ class GitHubApp:
                 seconds_between_writes=1.0 if self._throttle else None,
             )
             client = cache[installation_id] = GitHubClient(
-                gh, app_id=self.app_id, login=self.login, max_file_bytes=self._max_file_bytes
+                gh,
+                app_id=self.app_id,
+                login=self.login,
+                max_file_bytes=self._max_file_bytes,
+                etags=shared.etags,
             )
         return client
 

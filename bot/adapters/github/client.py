@@ -43,6 +43,7 @@ from bot.adapters.github.api import (
     Reaction,
     ReviewComment,
 )
+from bot.adapters.github.conditional import ETags
 from bot.adapters.github.errors import (
     GitHubFileTooLarge,
     GitHubPermanentError,
@@ -77,11 +78,14 @@ class GitHubClient(ActionsMixin, ItemsMixin, ReposMixin):
         app_id: int | None = None,
         login: AppLogin | None = None,
         max_file_bytes: int = DEFAULT_MAX_FILE_BYTES,
+        etags: ETags | None = None,
     ) -> None:
         """``app_id`` / ``login``: who this client acts as; only comments written by that
         App or its bot user are its own (without either, none is).  ``max_file_bytes``:
-        ``file_text`` refuses larger files (``GitHubFileTooLarge``)."""
-        super().__init__(gh, app_id=app_id, login=login)
+        ``file_text`` refuses larger files (``GitHubFileTooLarge``).  ``etags``: the
+        installation's kept answers, for conditional reads (``repos``); never another
+        installation's."""
+        super().__init__(gh, app_id=app_id, login=login, etags=etags)
         self._max_file_bytes = max_file_bytes
 
     # ---------------------------------------------------------------- reading

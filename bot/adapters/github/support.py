@@ -14,6 +14,7 @@ from github.PullRequest import PullRequest
 from github.Repository import Repository
 
 from bot.adapters.github.api import PullInfo
+from bot.adapters.github.conditional import ETags
 from bot.adapters.github.errors import GitHubTransientError, GitHubUnsafeInput
 from bot.adapters.github.identity import AppLogin, is_own_comment
 from bot.core.api_paths import branch_problem, is_full_name, is_sha, repo_path_problem
@@ -23,14 +24,21 @@ T = TypeVar("T")
 
 class RepoAccess:
     """PyGithub for one installation, and who the client acts as: only what that App
-    (``app_id``) or its bot user (``login``) wrote is its own (without either, nothing is)."""
+    (``app_id``) or its bot user (``login``) wrote is its own (without either, nothing is).
+    ``etags``: that installation's kept answers, for conditional reads (none: plain reads)."""
 
     def __init__(
-        self, gh: Github, *, app_id: int | None = None, login: AppLogin | None = None
+        self,
+        gh: Github,
+        *,
+        app_id: int | None = None,
+        login: AppLogin | None = None,
+        etags: ETags | None = None,
     ) -> None:
         self._gh = gh
         self._app_id = app_id
         self._login = login
+        self._etags = etags
 
     def _repo(self, repo: str) -> Repository:
         if not is_full_name(repo):
