@@ -650,6 +650,26 @@ def test_the_kept_evaluations_are_bounded_least_recently_used_first(
     assert [r.fresh for r in world.round().repositories] == [True] * 3
 
 
+def test_the_branch_reads_kept_are_bounded_in_bytes(
+    world: World, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    repos = three_repos(world)
+    size = len(script().encode())  # the one threshold file of each
+    monkeypatch.setattr(watch, "BRANCHES", BranchCache(max_bytes=2 * size))
+    world.round()
+    before = len(world.fake.calls)
+    warm = world.round()
+    read = {c.path.split("/")[3] for c in world.fake.calls[before:] if "/contents/" in c.path}
+    assert read == {r.name for r in repos}  # each evicted by the next two: read again
+    assert [r.fresh for r in warm.repositories] == [False] * 3  # the same SHA: not evaluated
+
+    monkeypatch.setattr(watch, "BRANCHES", BranchCache(max_bytes=3 * size))
+    world.round()
+    before = len(world.fake.calls)
+    world.round()
+    assert [c for c in world.fake.calls[before:] if "/contents/" in c.path] == []
+
+
 def test_a_maintainer_closing_the_issue_dismisses_that_drift_until_another_one(
     world: World,
 ) -> None:
