@@ -650,6 +650,50 @@ def test_the_kept_evaluations_are_bounded_least_recently_used_first(
     assert [r.fresh for r in world.round().repositories] == [True] * 3
 
 
+def test_a_record_left_under_a_dead_workers_lease_is_acted_on_by_the_next_round(
+    world: World,
+) -> None:
+    repo = world.repo("octo/lease", drifted())
+    assert actions(world.round()) == [(SCRIPT, "opened")]
+    dead = records.claim(  # a worker claimed it, then died: its lease has run out
+        world.sessions,
+        repo=repo.full_name,
+        file=SCRIPT,
+        installation_id=7,
+        owner="worker-dead",
+        seconds=-1,
+    )
+    assert dead is not None
+
+    with store_writes(world.sessions) as written:
+        assert actions(world.round()) == [(SCRIPT, "unchanged")]
+    assert any("lease_owner" in w for w in written)  # taken over and let go
+    with store_writes(world.sessions) as written:
+        assert actions(world.round()) == [(SCRIPT, "unchanged")]
+    assert written == []
+    assert len(app_issues(repo)) == 1
+
+
+def test_the_branch_reads_kept_are_bounded_in_bytes(
+    world: World, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    repos = three_repos(world)
+    size = len(script().encode())  # the one threshold file of each
+    monkeypatch.setattr(watch, "BRANCHES", BranchCache(max_bytes=2 * size))
+    world.round()
+    before = len(world.fake.calls)
+    warm = world.round()
+    read = {c.path.split("/")[3] for c in world.fake.calls[before:] if "/contents/" in c.path}
+    assert read == {r.name for r in repos}  # each evicted by the next two: read again
+    assert [r.fresh for r in warm.repositories] == [False] * 3  # the same SHA: not evaluated
+
+    monkeypatch.setattr(watch, "BRANCHES", BranchCache(max_bytes=3 * size))
+    world.round()
+    before = len(world.fake.calls)
+    world.round()
+    assert [c for c in world.fake.calls[before:] if "/contents/" in c.path] == []
+
+
 def test_a_maintainer_closing_the_issue_dismisses_that_drift_until_another_one(
     world: World,
 ) -> None:
