@@ -20,6 +20,7 @@ from bot.adapters.github.errors import (
     GitHubUnsafeInput,
 )
 from tests.fakes.github_api import FakeGitHub
+from tests.fakes.github_shapes import WEB
 from tests.fakes.github_state import Repo
 from tests.fakes.recording_github import RecordingGitHub
 
@@ -68,8 +69,9 @@ def test_repository_and_branch_head(fake: FakeGitHub, client: GitHubClient, repo
     fake.add_repo("octo/private", installation_id=INSTALLATION, private=True, default_branch="dev")
     feature = repo.commit("feature/x", {"ci/nightly.sh": "ACC_MIN=0.4\n"})
 
-    assert client.repository(REPO) == RepoInfo(REPO, "main", private=False)
-    assert client.repository("octo/private") == RepoInfo("octo/private", "dev", private=True)
+    assert client.repository(REPO) == RepoInfo(REPO, "main", private=False, url=f"{WEB}/{REPO}")
+    private = RepoInfo("octo/private", "dev", private=True, url=f"{WEB}/octo/private")
+    assert client.repository("octo/private") == private
     assert client.branch_head(REPO, "main") == repo.head("main")
     assert client.branch_head(REPO, "feature/x") == feature
     assert client.branch_head(REPO, "gone") is None
