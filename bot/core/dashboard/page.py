@@ -19,7 +19,7 @@ Work and size are linear in the view: about 1 KB of HTML per gate.
 from __future__ import annotations
 
 from functools import cache
-from typing import cast
+from typing import Literal, cast
 
 from markdown_it import MarkdownIt
 from markdown_it.rules_inline import StateInline
@@ -36,7 +36,10 @@ _COLLAPSED = {"healthy": "Healthy", "hints": "Literals not bound to a gate"}
 _LEFT_OUT = ("check",)  # the "check again now" box: the only
 
 
-_CODE_TAGS = (("<code>", "code_open", 1), ("</code>", "code_close", -1))
+_CODE_TAGS: tuple[tuple[str, str, Literal[1, -1]], ...] = (
+    ("<code>", "code_open", 1),
+    ("</code>", "code_close", -1),
+)
 
 
 def _code_tag(state: StateInline, silent: bool) -> bool:
