@@ -12,6 +12,12 @@ A report expires ``ttl_days`` after the review that stored it (each review renew
 closing the PR deletes it (``delete_pull``), its repository going private, away or being
 deleted deletes every report of it (``delete_repo``), and the hourly ``purge`` deletes the
 expired ones.  An expired report is never served, purged or not.  Timestamps are naive UTC.
+
+A repository's threshold dashboard has one page here too (``keep_page``): the row of number
+``PAGE_NUMBER`` (0: no PR has it), so it shares the token scheme, the expiry, the purge and
+the deletions of its repository.  Its token is kept while the row lives; a rewrite of the
+dashboard replaces the HTML under it, and an unchanged page is not written at all unless
+less than half of ``ttl_days`` is left (then its expiry is renewed).
 """
 
 from __future__ import annotations
@@ -45,6 +51,7 @@ log = logging.getLogger(__name__)
 
 MAX_HTML_BYTES = 5 * 1024 * 1024  # a larger report is not stored
 TOKEN_CHARS = 43  # 32 bytes, URL-safe base64 without padding
+PAGE_NUMBER = 0  # the row of a repository's dashboard page (PR numbers start at 1)
 
 Sessions = sessionmaker[Session]
 
@@ -132,6 +139,64 @@ def _save(sessions: Sessions, key: bytes, repo: str, number: int, values: dict[s
         for name, value in values.items():
             setattr(row, name, value)
     return token
+
+
+@dataclass(frozen=True)
+class Page:
+    """A dashboard page as kept: its token and when it expires (naive UTC)."""
+
+    token: str
+    expires_at: datetime
+
+
+def keep_page(
+    sessions: Sessions,
+    *,
+    key: bytes,
+    repo: str,
+    head_sha: str,
+    html: str,
+    ttl_days: float,
+    at: datetime | None = None,
+) -> Page:
+    """Keep ``html`` as ``repo``'s dashboard page and return its token and expiry.  Nothing
+    is written when the page kept has the same HTML, head and key and more than half of
+    ``ttl_days`` left (the same page, re-read); otherwise it is saved as ``save`` does
+    (``ReportTooLarge`` over ``MAX_HTML_BYTES``)."""
+    now = _naive(at)
+    query = select(ReportRow.nonce, ReportRow.token_hash, ReportRow.html, ReportRow.head_sha)
+    query = query.add_columns(ReportRow.expires_at).where(
+        ReportRow.repo == repo, ReportRow.number == PAGE_NUMBER
+    )
+    with sessions() as session:
+        row = session.execute(query).first()
+    if row is not None:
+        token = token_of(key, row.nonce)
+        left = row.expires_at - now
+        same = (row.html, row.head_sha, row.token_hash) == (html, head_sha, token_hash(token))
+        if same and left > timedelta(days=ttl_days / 2):
+            return Page(token, row.expires_at)
+    token = save(
+        sessions,
+        key=key,
+        repo=repo,
+        number=PAGE_NUMBER,
+        head_sha=head_sha,
+        html=html,
+        ttl_days=ttl_days,
+        at=now,
+    )
+    return Page(token, now + timedelta(days=ttl_days))
+
+
+def drop_page(sessions: Sessions, repo: str) -> bool:
+    """Delete ``repo``'s dashboard page, if it has one (nothing is written otherwise)."""
+    where = (ReportRow.repo == repo, ReportRow.number == PAGE_NUMBER)
+    with sessions() as session:
+        if session.execute(select(ReportRow.id).where(*where)).first() is None:
+            return False
+    with sessions.begin() as session:
+        return delete_pull(session, repo, PAGE_NUMBER) > 0
 
 
 @dataclass(frozen=True)

@@ -41,6 +41,7 @@ __all__ = [
     "DASHBOARD_TITLE",
     "NOTES_SHOWN",
     "SPARK_WIDTH",
+    "context",
     "dashboard_body",
     "dashboard_fingerprint",
 ]
@@ -124,7 +125,7 @@ def _rebaselined(view: RepoView, file: FileView) -> Markdown:
     return Markdown(f"Last rebaselined {day_month_year(done.at)} in {pull}")
 
 
-def _row(view: RepoView, files: dict[str, FileView], place: GatePlace) -> _Row:
+def _row(view: RepoView, files: dict[str, FileView], place: GatePlace, page: bool) -> _Row:
     g, d = place.gate, place.drift
     file = files[place.file]
     points = g.chart.points if g.chart else ()
@@ -132,7 +133,7 @@ def _row(view: RepoView, files: dict[str, FileView], place: GatePlace) -> _Row:
     shown = place.rule if drifting or place.section == "looser" else None
     return _Row(
         box=Markdown(Box(action="rebaseline-gate", file=file.path, gate=g.name).marker)
-        if drifting
+        if drifting and not page
         else Markdown(""),
         label=_linked_code(g.name, _blob(view, file.path, g.line)),
         file=_linked_code(file.path, _blob(view, file.path)),
@@ -179,17 +180,20 @@ def _hint(view: RepoView, hint: UnboundVariable) -> dict[str, object]:
     }
 
 
-def _context(view: RepoView) -> dict[str, object]:
+def context(view: RepoView, *, page: bool = False) -> dict[str, object]:
+    """What ``templates/dashboard.md.j2`` renders of ``view``; ``page``: for the report page
+    (``bot.core.dashboard.page``: no hidden comment, no box, no link to itself)."""
     places = place_gates(view)
     files = {f.path: f for f in view.files}
-    rows = {s: [_row(view, files, p) for p in places if p.section == s] for s in _SECTIONS}
+    rows = {s: [_row(view, files, p, page) for p in places if p.section == s] for s in _SECTIONS}
+    target = safe_url(view.report_url) if view.report_url and not page else None
     many = [
         (
             Markdown(Box(action="rebaseline-file", file=f.path).marker),
             _linked_code(f.path, _blob(view, f.path)),
         )
         for f in view.files
-        if f.report is not None and len(f.report.drifting) >= 2
+        if not page and f.report is not None and len(f.report.drifting) >= 2
     ]
     detected = [
         {
@@ -201,6 +205,8 @@ def _context(view: RepoView) -> dict[str, object]:
         for f in view.files
     ]
     return {
+        "page": page,
+        "report_url": Markdown(target) if target else "",
         "marker": Markdown(DASHBOARD_MARKER),
         "branch": code(view.branch),
         "sha": code(view.sha[:12]),
@@ -244,7 +250,7 @@ def _whole(blocks: dict[str, str], names: Sequence[str], notice: str) -> str:
 def dashboard_body(view: RepoView, *, limit: int = BODY_LIMIT) -> str:
     """The dashboard's Markdown body for ``view`` (this module's docstring), at most
     ``limit`` characters; the same view always gives the same body."""
-    blocks = dict(render_blocks("dashboard.md.j2", _context(view)))
+    blocks = dict(render_blocks("dashboard.md.j2", context(view)))
     order = [name for name, text in blocks.items() if text.strip()]
     text = _whole(blocks, order, "")
     cut: list[str] = []

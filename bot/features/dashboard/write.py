@@ -19,6 +19,15 @@ two workers or a round and a webhook never write it at once, and
 - without the ``issues`` permission (403) nothing is written: one log line, recorded with what
   it would have shown, tried again when that changes.
 
+The whole dashboard (nothing cut) is also kept as a page the App serves when the operator
+set ``REPORT_BASE_URL`` and the repository may have report pages (public, or
+``REPORT_PRIVATE_REPOS``: the rule of the PR reports, ``ReportSink.wanted``): one row of the
+reports store per repository (``reports.keep_page``: one token, so one address, while it
+lives; written only when the page changed or half its ``REPORT_TTL_DAYS`` went by), linked
+from the body (``RepoView.report_url``: the intro line and the cut notice).  A repository
+that may no longer have one loses its page.  A page that cannot be rendered or is too
+large is logged, and the body goes out without the link.
+
 A round with nothing new costs no request and, when the round evaluated nothing anew
 (``fresh`` False) and the records it reads are as they were (the dashboard's, and the drift
 records' stamps: the round's own read of them when it made one), not even the rendering: the
@@ -34,7 +43,7 @@ import threading
 from collections import OrderedDict
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Literal
 
 from sqlalchemy.orm import Session, sessionmaker
@@ -42,9 +51,11 @@ from sqlalchemy.orm import Session, sessionmaker
 from bot.adapters.github.api import GitHubAPI, IssueRef, RepoInfo
 from bot.adapters.github.errors import GitHubForbidden, GitHubNotFound
 from bot.adapters.settings import Settings
-from bot.adapters.store import dashboards
+from bot.adapters.store import dashboards, reports
 from bot.adapters.store import drift as records
 from bot.adapters.store.dashboards import Dashboard
+from bot.adapters.store.deliveries import now_utc
+from bot.adapters.store.reports import ReportTooLarge
 from bot.core.config import RepoConfig
 from bot.core.dashboard.body import (
     DASHBOARD_MARKER,
@@ -52,10 +63,13 @@ from bot.core.dashboard.body import (
     dashboard_body,
     dashboard_fingerprint,
 )
+from bot.core.dashboard.page import dashboard_page
+from bot.core.dashboard.view import RepoView
 from bot.features.dashboard.gather import gather
 from bot.features.drift.place import NO_ISSUES
 from bot.features.drift.read import BranchFiles
 from bot.features.drift.watch import Visited
+from bot.features.review.report import ReportOptions
 
 log = logging.getLogger(__name__)
 
@@ -85,17 +99,18 @@ class DashboardStep:
     ``DASHBOARD=all``)."""
 
     everywhere: bool = False
+    pages: ReportOptions | None = None  # the report pages' settings: None, no page
 
     @classmethod
     def of(cls, settings: Settings) -> DashboardStep:
         """The step as the App's settings ask."""
-        return cls(everywhere=settings.dashboard == "all")
+        return cls(everywhere=settings.dashboard == "all", pages=ReportOptions.of(settings))
 
     def wanted(self, config: RepoConfig) -> bool:
         return dashboard_on(config, self.everywhere)
 
     def __call__(self, visited: Visited) -> str:
-        written = write_dashboard(visited)
+        written = write_dashboard(visited, self.pages)
         if written.action in ("unchanged", "busy"):
             return ""
         number = f" #{written.number}" if written.number else ""
@@ -103,23 +118,32 @@ class DashboardStep:
         return f"dashboard {written.action}{number}"
 
 
+@dataclass(frozen=True)
+class _Last:
+    """What this process last rendered for a repository: its body's fingerprint, and when
+    its page (if any) is due for renewal (naive UTC)."""
+
+    fingerprint: str
+    renew: datetime | None = None
+
+
 class _Rendered:
-    """Per repository: the inputs of the last body this process rendered, and its
-    fingerprint (bounded: the ``REMEMBERED`` most recent repositories)."""
+    """Per repository: the inputs of the last body this process rendered, and what it
+    rendered (bounded: the ``REMEMBERED`` most recent repositories)."""
 
     def __init__(self, size: int = REMEMBERED) -> None:
         self._size = size
-        self._items: OrderedDict[str, tuple[str, str]] = OrderedDict()
+        self._items: OrderedDict[str, tuple[str, _Last]] = OrderedDict()
         self._lock = threading.Lock()
 
-    def get(self, repo: str, inputs: str) -> str | None:
+    def get(self, repo: str, inputs: str) -> _Last | None:
         with self._lock:
             found = self._items.get(repo)
             return found[1] if found is not None and found[0] == inputs else None
 
-    def put(self, repo: str, inputs: str, fingerprint: str) -> None:
+    def put(self, repo: str, inputs: str, last: _Last) -> None:
         with self._lock:
-            self._items[repo] = (inputs, fingerprint)
+            self._items[repo] = (inputs, last)
             self._items.move_to_end(repo)
             while len(self._items) > self._size:
                 self._items.popitem(last=False)
@@ -128,12 +152,14 @@ class _Rendered:
 RENDERED = _Rendered()
 
 
-def write_dashboard(visited: Visited) -> Written:
+def write_dashboard(visited: Visited, pages: ReportOptions | None = None) -> Written:
     """Bring the dashboard issue of ``visited.info`` up to date with the watch that visited
-    every file of it (see the module doc).  The requests are charged to its budget and never
-    cut."""
+    every file of it, and its page when ``pages`` (see the module doc).  The requests are
+    charged to its budget and never cut."""
     gh, sessions, info, branch = visited.gh, visited.sessions, visited.info, visited.branch
     repo, owner = info.full_name, visited.owner
+    paged = pages if pages is not None and (not info.private or pages.private_repos) else None
+    where = "" if paged is None else paged.base_url
     with visited.budget.counted():
         record = dashboards.get(sessions, repo)
         notes = record.notes if record is not None else ()
@@ -141,14 +167,23 @@ def write_dashboard(visited: Visited) -> Written:
             stamps = visited.stamps
             if stamps is None:
                 stamps = records.stamps(sessions, repo)
-            remembered = RENDERED.get(repo, _inputs(info, branch, stamps, notes))
-            if remembered is not None and _shows(record, remembered):
+            remembered = RENDERED.get(repo, _inputs(info, branch, stamps, notes, where))
+            if (
+                remembered is not None
+                and _shows(record, remembered.fingerprint)
+                and (remembered.renew is None or now_utc() < remembered.renew)
+            ):
                 return Written("unchanged", record.issue)
         items = records.of_repo(sessions, repo)
-        inputs = _inputs(info, branch, records.stamps(sessions, repo), notes)
-        body = dashboard_body(gather(info, branch, visited.drifts, items, notes=notes))
+        inputs = _inputs(info, branch, records.stamps(sessions, repo), notes, where)
+        view = gather(info, branch, visited.drifts, items, notes=notes)
+        if pages is not None:
+            view, renew = _page(sessions, view, paged)
+        else:
+            renew = None
+        body = dashboard_body(view)
         fingerprint = dashboard_fingerprint(body)
-        RENDERED.put(repo, inputs, fingerprint)
+        RENDERED.put(repo, inputs, _Last(fingerprint, renew))
         if _shows(record, fingerprint):
             return Written("unchanged", record.issue if record else None)
         claimed = dashboards.claim(
@@ -164,6 +199,36 @@ def write_dashboard(visited: Visited) -> Written:
             return _write(gh, sessions, claimed, body, fingerprint, owner)
         finally:
             dashboards.release(sessions, repo, owner)
+
+
+def _page(
+    sessions: sessionmaker[Session], view: RepoView, pages: ReportOptions | None
+) -> tuple[RepoView, datetime | None]:
+    """Keep ``view``'s page (``pages``), or drop the one it had (None: not allowed for the
+    repository); the view linking it, and when the page is due for renewal."""
+    if pages is None:
+        if reports.drop_page(sessions, view.repo):
+            log.info("%s: its dashboard page is deleted: the repository is private", view.repo)
+        return view, None
+    try:
+        html = dashboard_page(view)
+        kept = reports.keep_page(
+            sessions,
+            key=pages.key,
+            repo=view.repo,
+            head_sha=view.sha,
+            html=html,
+            ttl_days=pages.ttl_days,
+        )
+    except ReportTooLarge as exc:
+        log.warning("%s: no dashboard page: %s", view.repo, exc)
+        return view, None
+    except Exception:  # an extra: the body goes out without the link
+        log.exception("%s: no dashboard page: it could not be kept", view.repo)
+        return view, None
+    url = f"{pages.base_url}/reports/{kept.token}"
+    renew = kept.expires_at - timedelta(days=pages.ttl_days / 2)
+    return view.model_copy(update={"report_url": url}), renew
 
 
 def _write(
@@ -215,13 +280,18 @@ def _issue(gh: GitHubAPI, record: Dashboard, body: str) -> tuple[IssueRef, Actio
 
 
 def _inputs(
-    info: RepoInfo, branch: BranchFiles, stamps: Mapping[str, datetime], notes: tuple[str, ...]
+    info: RepoInfo,
+    branch: BranchFiles,
+    stamps: Mapping[str, datetime],
+    notes: tuple[str, ...],
+    pages: str,
 ) -> str:
     """What the view is gathered from besides the evaluations (the same at the same head
     while nothing is evaluated anew), summarised: the drift records enter by their stamps
-    (every save of one moves its stamp; one being written is left out, so it differs)."""
+    (every save of one moves its stamp; one being written is left out, so it differs);
+    ``pages``: where its page is served ("": none)."""
     written = sorted((file, at.isoformat()) for file, at in stamps.items())
     data = json.dumps(
-        [info.full_name, info.default_branch, info.url, branch.sha, written, list(notes)]
+        [info.full_name, info.default_branch, info.url, branch.sha, written, list(notes), pages]
     )
     return hashlib.sha256(data.encode()).hexdigest()
