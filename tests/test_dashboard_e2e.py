@@ -550,3 +550,24 @@ def test_a_push_lowering_a_literal_rewrites_the_dashboard_without_a_round(world:
     assert f"<code>{repo.head('main')[:12]}</code>" in body  # the head it read
     record = dashboards.get(world.runtime.sessions, repo.full_name)
     assert record is not None and record.body == body
+
+
+def test_a_rebaseline_on_the_drift_issue_shows_its_pull_request_without_a_round(
+    world: World,
+) -> None:
+    repo, nightly = seed_repository(world, "octo/commanded")
+    for _night in range(MIN_FAILURES):
+        run(nightly)
+        world.watch()
+    issue = the_dashboard(repo)
+    (item,) = issues_by_app(repo, f"Nightly thresholds failing: {SCRIPT}")
+    pulls = set(repo.pulls)
+
+    world.comment_on_issue(repo, item, "alice", "/rebaseline")
+
+    (number,) = set(repo.pulls) - pulls
+    body = repo.issue(issue.number).body
+    (line,) = lines_naming(section(body, "## Needs attention"), TRAIN)
+    assert f"]({WEB}/{repo.full_name}/pull/{number})" in line
+    record = dashboards.get(world.runtime.sessions, repo.full_name)
+    assert record is not None and record.body == body
