@@ -37,6 +37,7 @@ from bot.features.dashboard.write import DashboardStep
 from bot.features.drift.rounds import drift_job
 from bot.features.drift.watch import Finish, WatchReport
 from tests.fakes.github_api import FakeGitHub
+from tests.fakes.github_shapes import WEB
 from tests.fakes.github_state import Issue, IssueComment, Repo
 from tests.fakes.wandb_server import API_KEY, FakeRun, FakeWandb, serve
 from tests.live import deliver_and_wait, live_server, make_settings
@@ -219,6 +220,7 @@ class World:
             "repository.owner.login": repo.owner,
             "repository.default_branch": repo.default_branch,
             "repository.private": repo.private,
+            "repository.html_url": f"{WEB}/{repo.full_name}",
             "installation.id": INSTALLATION,
         }
 

@@ -23,12 +23,23 @@ from sqlalchemy import select
 from bot.adapters.store import dashboards, deliveries
 from bot.adapters.store.audit import AuditEntry
 from bot.adapters.store.dashboards import Dashboard
-from bot.core.dashboard.body import DASHBOARD_MARKER, DASHBOARD_TITLE
+from bot.core.dashboard.body import DASHBOARD_MARKER, DASHBOARD_TITLE, dashboard_fingerprint
 from bot.core.dashboard.boxes import Box
 from bot.core.render.markdown import ZWSP
-from tests.drift_world import INSTALLATION, SCRIPT, World, issues_by_app, lower_rule, open_world
+from tests.drift_world import (
+    INSTALLATION,
+    SCRIPT,
+    Nightly,
+    World,
+    issues_by_app,
+    lower_rule,
+    open_world,
+)
+from tests.fakes.github_shapes import WEB
 from tests.fakes.github_state import Issue, Repo
 from tests.live import SECRET, post_and_wait
+from tests.test_dashboard_e2e import lines_naming, section, seed_repository, the_dashboard
+from tests.test_dashboard_e2e import run as night
 from tests.test_drift_e2e import (
     DECIMALS,
     DROP,
@@ -380,3 +391,71 @@ def test_a_failed_rebaseline_is_retried_then_said_in_its_note(world: World) -> N
         "failed",
         "done",
     ]
+
+
+# ---------------------------------------------------------------- the dashboard after a box
+
+
+def with_dashboard(
+    world: World, name: str, failing: int = MIN_FAILURES
+) -> tuple[Repo, Nightly, Issue]:
+    """The seed-like repository ``name`` (``dashboard: on``) after ``failing`` failing nights,
+    a round after each: its dashboard as the rounds wrote it."""
+    repo, nightly = seed_repository(world, name)
+    for _night in range(failing):
+        night(nightly)
+        world.watch()
+    return repo, nightly, the_dashboard(repo)
+
+
+def gate_line(body: str, heading: str) -> list[str]:
+    """The lines of ``body``'s section ``heading`` that name ``VARIABLE``'s gate."""
+    return lines_naming(section(body, heading), VARIABLE) if heading in body else []
+
+
+def test_a_ticked_gate_box_puts_its_pull_request_on_the_dashboard_without_a_round(
+    world: World,
+) -> None:
+    repo, _nightly, issue = with_dashboard(world, "octo/shown")
+    (item,) = issues_by_app(repo, TITLE)
+    (line,) = gate_line(issue.body, "## Needs attention")
+    assert f"/issues/{item.number})" in line  # the drift issue, before
+    pulls = set(repo.pulls)
+    patch = f"/repos/{repo.full_name}/issues/{issue.number}"
+
+    delivery = edited(world, repo, issue, "alice", tick(issue.body, GATE_BOX))
+    deliver(world, delivery)
+
+    (number,) = set(repo.pulls) - pulls
+    body = repo.issue(issue.number).body
+    (line,) = gate_line(body, "## Needs attention")
+    assert f"]({WEB}/{repo.full_name}/pull/{number})" in line  # the PR, on the gate's line
+    assert "[x]" not in body  # unticked
+    assert record(world, repo).notes[0].endswith(f": opened #{number}")
+    assert "asked to rebaseline" in body  # its note, kept by the rewrite
+    stored = record(world, repo)
+    assert stored.body == body and stored.fingerprint == dashboard_fingerprint(body)
+    assert len(issues_by_app(repo, DASHBOARD_TITLE)) == 1
+
+    # the same edit delivered again (a new delivery id): nothing done, nothing written
+    before = len(world.github.requests("PATCH", patch))
+    deliver(world, (delivery[0], {**delivery[1], "X-GitHub-Delivery": new_delivery_id()}))
+    assert set(repo.pulls) == pulls | {number}
+    assert len(world.github.requests("PATCH", patch)) == before
+    assert repo.issue(issue.number).body == body
+
+
+def test_check_again_now_shows_the_fresh_evaluation_on_the_dashboard(world: World) -> None:
+    repo, nightly, issue = with_dashboard(world, "octo/recheck", failing=MIN_FAILURES - 1)
+    assert not any("failing since" in ln for ln in gate_line(issue.body, "## Needs attention"))
+    night(nightly)  # the third failure, with no round after it
+
+    deliver(world, edited(world, repo, issue, "alice", tick(issue.body, CHECK_BOX)))
+
+    body = repo.issue(issue.number).body
+    (line,) = gate_line(body, "## Needs attention")
+    assert "failing since" in line  # the gate moved section: it drifts now
+    (item,) = issues_by_app(repo, TITLE)
+    assert f"/issues/{item.number})" in line
+    assert "[x]" not in body and "asked to check again now: done" in body
+    assert record(world, repo).fingerprint == dashboard_fingerprint(body)

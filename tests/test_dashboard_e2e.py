@@ -519,3 +519,55 @@ def test_a_deleted_dashboard_is_forgotten_and_the_next_change_opens_a_new_one(
     assert issue.number != gone
     record = dashboards.get(world.runtime.sessions, repo.full_name)
     assert record is not None and record.issue == issue.number
+
+
+# --------------------------------------------------------------------------- between rounds
+
+
+def test_a_push_lowering_a_literal_rewrites_the_dashboard_without_a_round(world: World) -> None:
+    repo, nightly = seed_repository(world, "octo/lowered")
+    for _night in range(MIN_FAILURES):
+        run(nightly)
+        world.watch()
+    issue = the_dashboard(repo)
+    (line,) = lines_naming(section(issue.body, "## Needs attention"), TRAIN)
+    assert "failing since" in line
+    lowest = min(nightly.metric(LOSS))
+    lowered = f"{lowest - 0.01:.2f}"  # below every run: TRAIN passes them all
+    assert all(v >= float(lowered) for v in nightly.metric(LOSS))
+    path = f"/repos/{repo.full_name}/issues/{issue.number}"
+    patches = len(world.github.requests("PATCH", path))
+    before = repo.head("main")
+    script = nightly_script(nightly.project, **SEED_LITERALS, TRAIN_ACC_MIN_VALUE=lowered)
+    repo.commit("main", {SCRIPT: script}, message="Lower the rewards' limit")
+
+    world.push(repo, before, [SCRIPT])
+
+    body = repo.issue(issue.number).body
+    assert len(world.github.requests("PATCH", path)) == patches + 1  # one rewrite
+    (line,) = lines_naming(body[: body.index("## Detected threshold files")], TRAIN)
+    assert lowered in line and "failing since" not in line  # what CI checks now: it passes
+    assert f"<code>{repo.head('main')[:12]}</code>" in body  # the head it read
+    record = dashboards.get(world.runtime.sessions, repo.full_name)
+    assert record is not None and record.body == body
+
+
+def test_a_rebaseline_on_the_drift_issue_shows_its_pull_request_without_a_round(
+    world: World,
+) -> None:
+    repo, nightly = seed_repository(world, "octo/commanded")
+    for _night in range(MIN_FAILURES):
+        run(nightly)
+        world.watch()
+    issue = the_dashboard(repo)
+    (item,) = issues_by_app(repo, f"Nightly thresholds failing: {SCRIPT}")
+    pulls = set(repo.pulls)
+
+    world.comment_on_issue(repo, item, "alice", "/rebaseline")
+
+    (number,) = set(repo.pulls) - pulls
+    body = repo.issue(issue.number).body
+    (line,) = lines_naming(section(body, "## Needs attention"), TRAIN)
+    assert f"]({WEB}/{repo.full_name}/pull/{number})" in line
+    record = dashboards.get(world.runtime.sessions, repo.full_name)
+    assert record is not None and record.body == body

@@ -103,6 +103,8 @@ def build(
     metrics.watch_store(lambda: deliveries.count_by_status(sessions))
     gate = IntakeGate()
     holder = str(owners.current())
+    # the step after the drift watch visited a repository: the rounds' and the handlers'
+    finish = DashboardStep.of(settings) if settings.drift_watch else None
     locks = make_locks(settings, engine, holder, gone=owners.is_gone)  # dead: taken over
     worker = Worker(
         settings=settings,
@@ -116,6 +118,7 @@ def build(
         locks=locks,
         owner=holder,
         gate=gate,
+        finish=finish,
     )
     queue.bind(worker.run)
     scheduler = Scheduler(sessions, locks, holder)
@@ -124,9 +127,7 @@ def build(
         "recheck", period, recheck_job(settings, sessions, worker.github, worker.history, locks)
     )
     if settings.drift_watch:  # bot.features.drift: failing gates on default branches
-        watch = drift_job(
-            settings, sessions, worker.github, worker.history, locks, DashboardStep.of(settings)
-        )
+        watch = drift_job(settings, sessions, worker.github, worker.history, locks, finish)
         scheduler.add("drift", period, lambda: metrics.record_drift(watch()))
     if settings.redelivery_seconds > 0:  # bot.features.redelivery: failed deliveries
         redeliver = redelivery_job(settings, sessions, _app_hooks(settings))

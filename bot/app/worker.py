@@ -61,6 +61,7 @@ from bot.core.history.sources import HistoryFactory
 from bot.core.retry import PermanentError, backoff_delay, is_transient
 from bot.core.routing import Router, is_own_event
 from bot.features.context import DeliveryInfo, HandlerContext
+from bot.features.drift.watch import Finish
 from bot.features.review.failure import report_failure
 
 log = logging.getLogger(__name__)
@@ -94,6 +95,7 @@ class Worker:
     locks: Locks  # shared with the other processes (the per-PR lock of the reviews)
     owner: str = ""  # the lease holder's name; default: this process (``bot.app.owners``)
     gate: IntakeGate | None = None  # the webhook intake of this process, served first
+    finish: Finish | None = None  # the drift watch's step the handlers get (the dashboard's)
     store_wait: float = STORE_WAIT_SECONDS
     failures: int = 0  # writes to the store or the queue that failed (``Supervisor.watch``)
     _hand: Counter[str] = field(default_factory=Counter)  # by the threads holding each
@@ -238,6 +240,7 @@ class Worker:
             history=history,
             locks=self.locks,
             log=delivery_logger("bot.features", delivery.id, delivery.event),
+            finish=self.finish,
         )
 
     def _failed(self, delivery: Delivery, exc: Exception) -> None:

@@ -53,7 +53,12 @@ class HandlerContext:
     - ``github``: installation id -> its ``GitHubAPI`` (``bot.adapters.github.app`` makes it);
     - ``history``: source spec -> history source (W&B, file, MLflow);
     - ``locks``: named locks shared by every process of the App (``bot.adapters.locks``);
-    - ``log``: a logger whose records carry the delivery id.
+    - ``log``: a logger whose records carry the delivery id;
+    - ``finish``: the drift watch's step after it visited every file of a repository (a
+      ``bot.features.drift.watch.Finish``: the dashboard's), injected by the App so that a
+      handler that changed what a repository's dashboard shows rewrites it at once; None: none.
+      Typed ``object`` because this module cannot name the drift watch's types (the drift
+      handlers import it): ``bot.features.drift.watch.handler_options`` narrows it.
     """
 
     settings: Settings
@@ -63,6 +68,7 @@ class HandlerContext:
     history: HistoryFactory
     locks: Locks
     log: logging.LoggerAdapter[logging.Logger]
+    finish: object = None
 
     def installation_client(self) -> GitHubAPI:
         """The GitHub client of this delivery's installation (a ``PermanentError`` if none)."""

@@ -26,6 +26,12 @@ retried delivery skips the boxes it audited.  A failed action ends in its note l
 …") and the log; a transient one (GitHub 5xx, a lease held) is retried first, while the
 delivery has attempts left.
 
+After an edit whose boxes had an effect (a PR opened or updated, a check done), once the
+lease is released, the repository is watched again for the App's ``finish`` step
+(``HandlerContext.finish``, ``bot.features.drift.watch.finish_now``): the dashboard shows what
+was done at once (the PR on the gate's line, the fresh evaluation), rewritten only when what
+it shows changed, under the lease as every write of it.
+
 Bounds: at most ``MAX_BOXES`` boxes acted on per edit (the others are unticked, with a note);
 the gates read with the drift watch's bounds (``max_files`` files of ``max_bytes`` each).
 """
@@ -51,13 +57,20 @@ from bot.core.routing import Router
 from bot.features.comments import is_bot
 from bot.features.context import HandlerContext
 from bot.features.drift.read import list_branch, read_file
-from bot.features.drift.watch import BRANCHES, WatchOptions, watch_repository
+from bot.features.drift.watch import (
+    BRANCHES,
+    WatchOptions,
+    finish_now,
+    handler_options,
+    watch_repository,
+)
 from bot.features.payloads import IssuesEvent
 from bot.features.respond import audit_once, audited, permitted
 
 ACTION = "dashboard"  # the audit log's action
 MAX_BOXES = 10  # boxes acted on per edit
 UNCHANGED = ("unchanged", "skipped")
+EFFECTS = ("opened", "updated", "done")  # outcomes after which the dashboard is rewritten
 CLAIM_WAIT = 2.0  # seconds an edit waits for the record's lease before its retry
 CLAIM_POLL = 0.2  # seconds between two claims
 
@@ -81,17 +94,20 @@ def on_edited(ctx: HandlerContext, payload: dict[str, Any]) -> None:
     if not isinstance(issue, dict) or not is_own_comment(issue, ctx.settings.app_id, login):
         ctx.log.warning("dashboard: %s#%d is not the App's issue: edit ignored", repo, number)
         return
-    options = WatchOptions.of(ctx.settings, ctx.locks)
-    owner = f"{options.owner}:{ctx.delivery.id}"
+    options = handler_options(ctx.settings, ctx.locks, ctx.finish, ctx.delivery.id)
+    owner = options.owner
     installation_id = ctx.delivery.installation_id or record.installation_id
     held = _claim(ctx, repo, installation_id, owner, options.lease_seconds)
     if held is None:
         _retry_or_log(ctx, f"dashboard of {repo}: being written by another worker")
         return
     try:
-        _edited(ctx, event, held, owner, options)
+        acted = _edited(ctx, event, held, owner, replace(options, finish=None))
     finally:
         dashboards.release(ctx.sessions, repo, owner)
+    if acted is not None:  # what it shows changed: rewritten now, not by the next round
+        gh = ctx.installation_client()
+        finish_now(gh, ctx.sessions, installation_id, acted, ctx.history, options)
 
 
 def _claim(
@@ -119,12 +135,14 @@ def _retry_or_log(ctx: HandlerContext, why: str) -> None:
 
 def _edited(
     ctx: HandlerContext, event: IssuesEvent, held: Dashboard, owner: str, options: WatchOptions
-) -> None:
+) -> RepoInfo | None:
+    """Act on the edit under the record's lease; the repository when a box was acted on with
+    an effect (a PR opened or updated, a check done), for the ``finish`` step after it."""
     repo, number, sender = event.repository.full_name, event.issue.number, event.sender.login
     gh = ctx.installation_client()
     now = gh.update_issue(repo, number).body  # no fields: the issue as it is now (GET)
     if now == held.body:
-        return  # reverted or acted on already (a repeated or late delivery)
+        return None  # reverted or acted on already (a repeated or late delivery)
     asked = (ticked(event.issue.body or "") & ticked(now)) - ticked(held.body)
     info = gh.repository(repo)
     sha = gh.branch_head(repo, info.default_branch)
@@ -148,12 +166,12 @@ def _edited(
             detail={"level": level, "required": required, "boxes": sorted(asked)},
             message="revert",
         )
-        return
+        return None
     if not asked:
-        return  # a maintainer's edit that ticks nothing: left as it is
+        return None  # a maintainer's edit that ticks nothing: left as it is
     keys = sorted(asked, key=now.find)  # in the body's order
     known = _current_boxes(gh, info, sha, options) if sha else {}
-    record, lines = held, []
+    record, lines, effect = held, [], False
     for index, key in enumerate(keys):
         if audited(ctx, ACTION, key) is not None:
             continue  # acted on by an earlier attempt of this delivery
@@ -176,11 +194,13 @@ def _edited(
             message=key,
         )
         lines.append(done.line)
+        effect = effect or _outcome(done) in EFFECTS
     body = noted(untick(now, keys), lines, DASHBOARD_MARKER)
     gh.update_issue(repo, number, body=body)
     kept = untick(body, ticked(body))  # another's tick, its own delivery pending: not the App's
     if len(kept) <= BODY_LIMIT:
         dashboards.save(ctx.sessions, replace(record, body=kept), owner)
+    return info if effect else None
 
 
 def _outcome(done: Asked) -> str:

@@ -1,13 +1,20 @@
 """Webhooks of the drift watch.
 
 - ``push`` to the default branch touching the config, a file the watch reads, or a history
-  file its gates read (or too many commits to tell): watch that repository now;
+  file its gates read (or too many commits to tell): watch that repository now, with the
+  App's ``finish`` step (``HandlerContext.finish``: the dashboard, rewritten when what it shows
+  changed);
 - ``pull_request`` ``closed`` of a rebaseline PR the watch opened: merged, its issue is
   closed with a comment and the record goes idle; closed unmerged, the drift is dismissed
   (the same drift does not open it again);
 - ``issue_comment`` ``created`` on a drift issue: ``/rebaseline`` (with its options) opens
-  the rebaseline PR, for a sender with the permission the config at the default branch asks;
-  ``/threshold-bot help`` answers.  Comments on other issues are ignored.
+  the rebaseline PR, for a sender with the permission the config at the default branch asks,
+  then the repository is watched again as a round does, for the ``finish`` step (the
+  dashboard shows the PR at once; the file just acted on is not acted on again: its
+  evaluation and record are as ``act`` left them); ``/threshold-bot help`` answers.
+  Comments on other issues are ignored.
+
+A handler's watch holds leases under an owner of its own (``handler_options``).
 """
 
 from __future__ import annotations
@@ -26,7 +33,13 @@ from bot.features.context import HandlerContext
 from bot.features.drift.items import close
 from bot.features.drift.place import Place
 from bot.features.drift.read import watched
-from bot.features.drift.watch import BRANCHES, WatchOptions, watch_repository
+from bot.features.drift.watch import (
+    BRANCHES,
+    WatchOptions,
+    finish_now,
+    handler_options,
+    watch_repository,
+)
 from bot.features.payloads import ClosedPullEvent, IssueCommentEvent, PushEvent
 from bot.features.replies import problems
 from bot.features.respond import audit_once, permitted, refuse, reply
@@ -79,11 +92,13 @@ def on_push(ctx: HandlerContext, payload: dict[str, Any]) -> None:
         ctx.delivery.installation_id or 0,
         info,
         ctx.history,
-        WatchOptions.of(ctx.settings, ctx.locks),
+        handler_options(ctx.settings, ctx.locks, ctx.finish, ctx.delivery.id),
     )
     for acted in done.acted:
         if acted.action not in ("unchanged", "skipped"):
             ctx.log.info("drift watch: %s: %s %s", done.repo, acted.file, acted.action)
+    if done.finished:
+        ctx.log.info("drift watch: %s: %s", done.repo, done.finished)
 
 
 @router.register("pull_request", "closed")
@@ -157,6 +172,8 @@ def on_issue_comment(ctx: HandlerContext, payload: dict[str, Any]) -> None:
     if parsed.problems:
         reply(ctx, gh, repo, number, "problems", problems(parsed.problems))
     lines = dict(command_lines(body))
+    options = handler_options(ctx.settings, ctx.locks, ctx.finish, ctx.delivery.id)
+    changed: RepoInfo | None = None  # the repository, once a rebaseline PR was written
     for command in parsed.commands:
         key = f"line-{command.line}"
         text = lines.get(command.line, f"/{command.kind}")[:200]
@@ -186,7 +203,7 @@ def on_issue_comment(ctx: HandlerContext, payload: dict[str, Any]) -> None:
             ctx.delivery.installation_id or 0,
             info,
             ctx.history,
-            WatchOptions.of(ctx.settings, ctx.locks),
+            options,
             only=item.file,
             command=command,
         )
@@ -210,4 +227,10 @@ def on_issue_comment(ctx: HandlerContext, payload: dict[str, Any]) -> None:
             outcome="dry_run" if command.dry_run else "opened" if opened else "failed",
             detail={"file": item.file, "pull": acted.number if acted else None},
             message=text,
+        )
+        if opened:
+            changed = info
+    if changed is not None:
+        finish_now(
+            gh, ctx.sessions, ctx.delivery.installation_id or 0, changed, ctx.history, options
         )

@@ -8,7 +8,8 @@ histories (W&B and MLflow through the run cache; history files read at the head,
 SHA), ``Evaluation.file`` and ``act``; then, when the call visited every file, the
 ``finish`` step of its options (the dashboard: ``bot.features.dashboard.write``).  A
 ``Budget`` given (the round's) cuts the work at a file, which the next call resumes from
-(``start``): a cut call runs no ``finish``.  A file's evaluation is kept per head
+(``start``): a cut call runs no ``finish``; after a handler's ``only`` or ``command`` call,
+``finish_now`` watches the repository again for it.  A file's evaluation is kept per head
 SHA, config and history versions (``bot.features.drift.cache``): with warm caches and
 nothing new, a repository costs one GitHub request (the head), one store query (its item
 records' stamps), no analysis and no ``act``.
@@ -24,7 +25,7 @@ from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime
-from typing import Literal, Protocol
+from typing import Literal, Protocol, runtime_checkable
 
 from sqlalchemy.orm import Session, sessionmaker
 
@@ -112,6 +113,7 @@ class Visited:
         return tuple(d if isinstance(d, FileDrift) else d.unpacked() for d in self.evaluated)
 
 
+@runtime_checkable
 class Finish(Protocol):
     """A step after a watch visited every file of a repository (``bot.features.dashboard``
     injects the dashboard's, so the drift watch does not depend on it)."""
@@ -124,6 +126,16 @@ class Finish(Protocol):
     def __call__(self, visited: Visited) -> str:
         """Run it; what it did, in a few words ("": nothing)."""
         ...
+
+
+def handler_options(settings: Settings, locks: Locks, step: object, delivery: str) -> WatchOptions:
+    """The options of a watch a webhook handler runs: the App's, with ``step`` as its
+    ``finish`` when it is one (``HandlerContext.finish``, injected by the App), and a lease
+    owner of its own (this process's, then ``delivery``), so that a round of this process and
+    the handler never both hold a record's lease."""
+    finish = step if isinstance(step, Finish) else None
+    options = WatchOptions.of(settings, locks, finish)
+    return replace(options, owner=f"{options.owner}:{delivery}")
 
 
 @dataclass(frozen=True)
@@ -348,6 +360,34 @@ def watch_repository(
         stamps=stamps,
     )
     return replace(done(), finished=finish(visited))
+
+
+def finish_now(
+    gh: GitHubAPI,
+    sessions: sessionmaker[Session],
+    installation_id: int,
+    info: RepoInfo,
+    remote: HistoryFactory | None,
+    options: WatchOptions,
+) -> str:
+    """After a handler acted on part of a repository (an ``only`` or ``command`` watch, a
+    dashboard box): the repository watched again as a round does, so that its ``finish`` step
+    (the dashboard) shows what was done at once; what the step did ("": nothing, or no step).
+
+    What was just acted on is replayed from its kept evaluation (its record is as ``act`` left
+    it), so with warm caches this costs the head read (a conditional one: a 304 is free of rate
+    limit), the history versions and one store query, and the step writes only when what it
+    shows changed.  A failure is logged, never raised: the next round writes it."""
+    if options.finish is None:
+        return ""
+    try:
+        done = watch_repository(gh, sessions, installation_id, info, remote, options)
+    except Exception:
+        log.exception("drift watch: %s: the finish step after a handler failed", info.full_name)
+        return ""
+    if done.finished:
+        log.info("drift watch: %s: %s", info.full_name, done.finished)
+    return done.finished
 
 
 class _Evaluating:
