@@ -16,14 +16,15 @@ Rows are deleted only with their repository (``forget_repo``).
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from datetime import datetime, timedelta
+from datetime import datetime
 from typing import Any, cast
 
-from sqlalchemy import CursorResult, DateTime, delete, or_, select, update
+from sqlalchemy import CursorResult, DateTime, delete, select, update
 from sqlalchemy.orm import Mapped, Session, mapped_column, sessionmaker
 
 from bot.adapters.store.db import Base
 from bot.adapters.store.deliveries import now_utc
+from bot.adapters.store.leases import RELEASED, Leased, free_for, taken_by
 from bot.adapters.store.portable import (
     CLEAN_TEXT,
     Clipped,
@@ -41,7 +42,7 @@ NOTE_LIMIT = 500  # characters of one note
 NOTES_KEPT = 10  # the newest notes kept
 
 
-class DashboardRow(Base):
+class DashboardRow(Leased, Base):
     """The dashboard of one repository (table ``dashboards``)."""
 
     __tablename__ = "dashboards"
@@ -54,8 +55,6 @@ class DashboardRow(Base):
     notes: Mapped[list[str]] = mapped_column(Json, default=list)  # newest first
     note: Mapped[str] = mapped_column(CLEAN_TEXT, default="")  # why no dashboard was written
     updated_at: Mapped[datetime] = mapped_column(DateTime)
-    lease_owner: Mapped[str | None] = mapped_column(Clipped(100), nullable=True)
-    lease_until: Mapped[datetime | None] = mapped_column(DateTime, nullable=True)
 
 
 @dataclass(frozen=True)
@@ -114,17 +113,9 @@ def claim(
             update(DashboardRow)
             .where(
                 DashboardRow.repo == repo,
-                or_(
-                    DashboardRow.lease_owner.is_(None),
-                    DashboardRow.lease_owner == owner,
-                    DashboardRow.lease_until < now,
-                ),
+                free_for(DashboardRow, owner, now),
             )
-            .values(
-                lease_owner=owner,
-                lease_until=now + timedelta(seconds=seconds),
-                installation_id=installation_id,
-            )
+            .values(**taken_by(owner, seconds, now), installation_id=installation_id)
         )
         if taken.rowcount != 1:  # type: ignore[attr-defined]
             return None
@@ -156,7 +147,7 @@ def release(sessions: Sessions, repo: str, owner: str) -> None:
         session.execute(
             update(DashboardRow)
             .where(DashboardRow.repo == repo, DashboardRow.lease_owner == owner)
-            .values(lease_owner=None, lease_until=None)
+            .values(**RELEASED)
         )
 
 

@@ -12,7 +12,7 @@ transferred).
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
-from datetime import datetime, timedelta
+from datetime import datetime
 from typing import Any, Literal, cast
 
 from sqlalchemy import (
@@ -31,6 +31,7 @@ from sqlalchemy.orm import Mapped, Session, mapped_column, sessionmaker
 from bot.adapters.store.db import Base
 from bot.adapters.store.deliveries import DeliveryRow, now_utc
 from bot.adapters.store.installations import InstallationRow
+from bot.adapters.store.leases import RELEASED, Leased, free_for, taken_by
 from bot.adapters.store.portable import (
     CLEAN_TEXT,
     Clipped,
@@ -45,7 +46,7 @@ Sessions = sessionmaker[Session]
 ItemState = Literal["idle", "open"]
 
 
-class DriftItemRow(Base):
+class DriftItemRow(Leased, Base):
     """The item of one threshold file (table ``drift_items``)."""
 
     __tablename__ = "drift_items"
@@ -71,8 +72,6 @@ class DriftItemRow(Base):
     # the file's last rebaseline PR the watch opened and saw merged, and when it was merged
     rebaselined: Mapped[int | None] = mapped_column(Number, nullable=True)
     rebaselined_at: Mapped[datetime | None] = mapped_column(DateTime, nullable=True)
-    lease_owner: Mapped[str | None] = mapped_column(Clipped(100), nullable=True)
-    lease_until: Mapped[datetime | None] = mapped_column(DateTime, nullable=True)
 
 
 @dataclass(frozen=True)
@@ -189,17 +188,9 @@ def claim(
             .where(
                 DriftItemRow.repo == repo,
                 DriftItemRow.file == file,
-                or_(
-                    DriftItemRow.lease_owner.is_(None),
-                    DriftItemRow.lease_owner == owner,
-                    DriftItemRow.lease_until < now,
-                ),
+                free_for(DriftItemRow, owner, now),
             )
-            .values(
-                lease_owner=owner,
-                lease_until=now + timedelta(seconds=seconds),
-                installation_id=installation_id,
-            )
+            .values(**taken_by(owner, seconds, now), installation_id=installation_id)
         )
         if taken.rowcount != 1:  # type: ignore[attr-defined]
             return None
@@ -251,7 +242,7 @@ def release(sessions: Sessions, repo: str, file: str, owner: str) -> datetime | 
                 DriftItemRow.file == file,
                 DriftItemRow.lease_owner == owner,
             )
-            .values(lease_owner=None, lease_until=None)
+            .values(**RELEASED)
         )
         if done.rowcount != 1:  # type: ignore[attr-defined]
             return None
