@@ -13,15 +13,14 @@ clients in every thread (under a lock), so a round run in a new thread still get
 Bounded: at most ``size`` entries (``ETAG_ENTRIES`` by default), the least recently used
 dropped first; a dropped entry costs one full read, never a wrong answer.  An entry is an
 ETag and a small value (a commit SHA, or one page of 100 repositories' names and flags): a
-full ``ETags`` (10,000 heads and 100 pages) holds about 7 MB.  An ``OrderedDict`` under a lock:
-``cachetools`` is in the ``app`` extra only, and its caches need a lock as well.
+full ``ETags`` (10,000 heads and 100 pages) holds about 7 MB (``bot.core.lru``).
 """
 
 from __future__ import annotations
 
-import threading
-from collections import OrderedDict
 from typing import NamedTuple
+
+from bot.core.lru import Lru
 
 # A branch head for each of 10,000 repositories, and the 100 pages that list them.
 ETAG_ENTRIES = 10_100
@@ -38,23 +37,13 @@ class ETags:
     """One installation's kept answers by key (see the module docstring); thread-safe."""
 
     def __init__(self, size: int = ETAG_ENTRIES) -> None:
-        self._size = size
-        self._kept: OrderedDict[str, Kept] = OrderedDict()
-        self._lock = threading.Lock()
+        self._kept: Lru[str, Kept] = Lru(size)
 
     def get(self, key: str) -> Kept | None:
         """What was kept under ``key`` (now the most recently used), if anything."""
-        with self._lock:
-            kept = self._kept.get(key)
-            if kept is not None:
-                self._kept.move_to_end(key)
-            return kept
+        return self._kept.get(key)
 
     def put(self, key: str, etag: str, value: object) -> None:
         """Keep ``value`` and its ``etag`` under ``key``, dropping the least recently used
         entry beyond ``size``."""
-        with self._lock:
-            self._kept[key] = Kept(etag, value)
-            self._kept.move_to_end(key)
-            while len(self._kept) > self._size:
-                self._kept.popitem(last=False)
+        self._kept.put(key, Kept(etag, value))

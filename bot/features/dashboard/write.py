@@ -39,8 +39,6 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
-import threading
-from collections import OrderedDict
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
@@ -65,6 +63,7 @@ from bot.core.dashboard.body import (
 )
 from bot.core.dashboard.page import dashboard_page
 from bot.core.dashboard.view import RepoView
+from bot.core.lru import Lru
 from bot.features.dashboard.gather import gather
 from bot.features.drift.place import NO_ISSUES
 from bot.features.drift.read import BranchFiles
@@ -132,21 +131,14 @@ class _Rendered:
     rendered (bounded: the ``REMEMBERED`` most recent repositories)."""
 
     def __init__(self, size: int = REMEMBERED) -> None:
-        self._size = size
-        self._items: OrderedDict[str, tuple[str, _Last]] = OrderedDict()
-        self._lock = threading.Lock()
+        self._items: Lru[str, tuple[str, _Last]] = Lru(size)
 
     def get(self, repo: str, inputs: str) -> _Last | None:
-        with self._lock:
-            found = self._items.get(repo)
-            return found[1] if found is not None and found[0] == inputs else None
+        found = self._items.get(repo)
+        return found[1] if found is not None and found[0] == inputs else None
 
     def put(self, repo: str, inputs: str, last: _Last) -> None:
-        with self._lock:
-            self._items[repo] = (inputs, last)
-            self._items.move_to_end(repo)
-            while len(self._items) > self._size:
-                self._items.popitem(last=False)
+        self._items.put(repo, (inputs, last))
 
 
 RENDERED = _Rendered()

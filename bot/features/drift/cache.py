@@ -33,11 +33,10 @@ the least recently used dropped first.
 from __future__ import annotations
 
 import pickle
-import threading
-from collections import OrderedDict
 from dataclasses import dataclass, replace
 from datetime import datetime
 
+from bot.core.lru import Lru
 from bot.features.drift.evaluate import FileDrift
 from bot.features.drift.place import Acted
 
@@ -112,33 +111,20 @@ class Evaluations:
     def __init__(
         self, size: int = CACHED_EVALUATIONS, max_bytes: int = CACHED_EVALUATION_BYTES
     ) -> None:
-        self.size = size
-        self.max_bytes = max_bytes
-        self._items: OrderedDict[tuple[str, str], Kept] = OrderedDict()
-        self._held = 0  # bytes of the kept reports
-        self._lock = threading.Lock()
+        self._items: Lru[tuple[str, str], Kept] = Lru(
+            size, max_weight=max_bytes, weight=lambda kept: kept.size
+        )
 
     def get(self, repo: str, path: str, key: Key) -> Kept | None:
         """The evaluation of ``path`` kept under ``key``, if that is the one kept."""
-        with self._lock:
-            found = self._items.get((repo, path))
-            if found is None or found.key != key:
-                return None
-            self._items.move_to_end((repo, path))
-            return found
+        found = self._items.peek((repo, path))
+        if found is None or found.key != key:
+            return None
+        return self._items.get((repo, path))
 
     def put(self, repo: str, key: Key, drift: FileDrift, acted: Acted | None) -> None:
         """Keep ``drift`` (its runs dropped) under ``key``, with what ``act`` did; an outage
         is not kept (it is retried next round)."""
         if drift.outage:
             return
-        kept = Kept(key, packed(drift), acted)
-        where = (repo, drift.file)
-        with self._lock:
-            old = self._items.pop(where, None)
-            self._held -= 0 if old is None else old.size
-            self._items[where] = kept
-            self._held += kept.size
-            while len(self._items) > self.size or self._held > self.max_bytes:
-                _, dropped = self._items.popitem(last=False)
-                self._held -= dropped.size
+        self._items.put((repo, drift.file), Kept(key, packed(drift), acted))

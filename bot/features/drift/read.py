@@ -18,8 +18,6 @@ so a round over a repository whose default branch did not move asks GitHub for o
 from __future__ import annotations
 
 import hashlib
-import threading
-from collections import OrderedDict
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from functools import cached_property
@@ -29,6 +27,7 @@ from bot.adapters.github.errors import GitHubPermanentError
 from bot.core import deadline
 from bot.core.config import CONFIG_PATH, RepoConfig
 from bot.core.globs import glob_match
+from bot.core.lru import Lru
 from bot.core.models import ThresholdFile
 from bot.core.thresholds.discover import find_gates, is_candidate, is_named
 from bot.core.thresholds.errors import ThresholdFileError
@@ -142,42 +141,27 @@ class BranchCache:
     recently used dropped first."""
 
     def __init__(self, size: int = CACHED_BRANCHES, max_bytes: int = CACHED_BRANCH_BYTES) -> None:
-        self._size = size
-        self._max_bytes = max_bytes
-        self._items: OrderedDict[str, BranchFiles] = OrderedDict()
-        self._sizes: dict[str, int] = {}
-        self._held = 0
-        self._lock = threading.Lock()
+        self._items: Lru[str, BranchFiles] = Lru(
+            size, max_weight=max_bytes, weight=lambda read: sum(map(len, read.texts.values()))
+        )
 
     def get(self, repo: str, sha: str) -> BranchFiles | None:
         """The read of ``repo`` at ``sha``, if it is the one kept."""
-        with self._lock:
-            found = self._items.get(repo)
-            if found is None or found.sha != sha:
-                return None
-            self._items.move_to_end(repo)
-            return found
+        found = self._items.peek(repo)
+        if found is None or found.sha != sha:
+            return None
+        return self._items.get(repo)
 
     def put(self, read: BranchFiles) -> None:
         """Keep ``read`` as the repository's current one."""
-        size = sum(len(text) for text in read.texts.values())
-        with self._lock:
-            self._held += size - self._sizes.get(read.repo, 0)
-            self._items[read.repo] = read
-            self._sizes[read.repo] = size
-            self._items.move_to_end(read.repo)
-            while len(self._items) > self._size or self._held > self._max_bytes:
-                repo, _ = self._items.popitem(last=False)
-                self._held -= self._sizes.pop(repo)
+        self._items.put(read.repo, read)
 
     def history_paths(self, repo: str) -> frozenset[str] | None:
         """The history files of the repository's last read (None: not completely read here)."""
-        with self._lock:
-            found = self._items.get(repo)
-            return None if found is None or not found.complete else found.history_paths
+        found = self._items.peek(repo)
+        return None if found is None or not found.complete else found.history_paths
 
     def config(self, repo: str) -> RepoConfig | None:
         """The config of the repository's last read (None: never read here)."""
-        with self._lock:
-            found = self._items.get(repo)
-            return None if found is None else found.config
+        found = self._items.peek(repo)
+        return None if found is None else found.config

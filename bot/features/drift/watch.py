@@ -20,8 +20,6 @@ from __future__ import annotations
 import logging
 import os
 import socket
-import threading
-from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime
@@ -38,6 +36,7 @@ from bot.core.budget import Budget, BudgetSpent, Limits
 from bot.core.commands import Command
 from bot.core.config import RepoConfig
 from bot.core.history.sources import HistoryFactory, HistorySource
+from bot.core.lru import Lru
 from bot.core.models import History, SourceSpec, ThresholdFile
 from bot.features.drift.cache import Evaluations, Key, Packed
 from bot.features.drift.evaluate import Evaluation, FileDrift
@@ -188,9 +187,7 @@ class _FileHistories:
     """History files read from repositories, kept per (repository, SHA, source)."""
 
     def __init__(self, size: int = CACHED_HISTORIES) -> None:
-        self._size = size
-        self._items: OrderedDict[tuple[str, str, str], History] = OrderedDict()
-        self._lock = threading.Lock()
+        self._items: Lru[tuple[str, str, str], History] = Lru(size)
 
     def source(self, gh: GitHubAPI, repo: str, sha: str) -> HistorySource:
         """A source reading ``repo``'s history files at ``sha`` through this cache."""
@@ -198,15 +195,11 @@ class _FileHistories:
 
     def fetch(self, files: HistorySource, key: tuple[str, str, str], spec: SourceSpec) -> History:
         """The history kept under ``key``, else read from ``files`` and kept."""
-        with self._lock:
-            found = self._items.get(key)
+        found = self._items.get(key)
         if found is not None:
             return found
         history = files.fetch(spec)
-        with self._lock:
-            self._items[key] = history
-            while len(self._items) > self._size:
-                self._items.popitem(last=False)
+        self._items.put(key, history)
         return history
 
 
